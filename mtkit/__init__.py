@@ -1,0 +1,3 @@
+"""mtkit: a command-line toolkit for neural machine translation."""
+
+__version__ = "0.1.0"

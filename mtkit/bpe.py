@@ -1,0 +1,155 @@
+"""Sentencepiece BPE: training, encoding, decoding, and mtkit's fixed special-token ids.
+
+Every mtkit vocabulary has the same four ids, so models, batching and search can use constants:
+PAD_ID = 0, UNK_ID = 1, BOS_ID = 2, EOS_ID = 3.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import sentencepiece as spm
+
+from mtkit.errors import DataError, MtkitError
+from mtkit.textio import read_lines
+
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+
+
+def _sample_sentences(inputs: list[str], limit: int, seed: int) -> list[str]:
+    """Reservoir-sample `limit` non-empty lines across all inputs (all lines when limit is 0)."""
+    rng = random.Random(seed)
+    reservoir: list[str] = []
+    seen = 0
+    for path in inputs:
+        for line in read_lines(path, strict=True):
+            if not line.strip():
+                continue
+            seen += 1
+            if limit <= 0 or len(reservoir) < limit:
+                reservoir.append(line)
+            else:
+                j = rng.randrange(seen)
+                if j < limit:
+                    reservoir[j] = line
+    return reservoir
+
+
+def train_bpe(inputs: list[str], model_prefix: str, vocab_size: int = 8000,
+              character_coverage: float = 1.0, input_sentence_size: int = 1_000_000,
+              seed: int = 1) -> Path:
+    """Train a BPE model on one or more files (joint when several); returns PREFIX.model."""
+    if not inputs:
+        raise MtkitError("bpe train: give at least one --input file")
+    sentences = _sample_sentences(inputs, input_sentence_size, seed)
+    if not sentences:
+        raise DataError(f"bpe train: no non-empty lines in {', '.join(inputs)}")
+    Path(model_prefix).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(sentences),
+            model_prefix=str(model_prefix),
+            model_type="bpe",
+            vocab_size=vocab_size,
+            character_coverage=character_coverage,
+            pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
+            pad_piece="<pad>", unk_piece="<unk>", bos_piece="<s>", eos_piece="</s>",
+            max_sentence_length=1 << 16,
+            num_threads=2,
+            random_seed=seed,
+            minloglevel=2,
+            hard_vocab_limit=False,
+        )
+    except RuntimeError as exc:
+        raise MtkitError(f"bpe train: sentencepiece failed: {str(exc).strip().splitlines()[-1]}") from None
+    return Path(f"{model_prefix}.model")
+
+
+class Bpe:
+    """A loaded sentencepiece model with line-safe encode/decode."""
+
+    def __init__(self, model_path: str | Path):
+        path = Path(model_path)
+        if not path.is_file():
+            raise DataError(f"BPE model not found: {path}")
+        self.path = path
+        self.sp = spm.SentencePieceProcessor()
+        try:
+            self.sp.Load(str(path))
+        except (OSError, RuntimeError):
+            raise DataError(f"{path}: not a sentencepiece model") from None
+        if (self.sp.pad_id(), self.sp.unk_id(), self.sp.bos_id(), self.sp.eos_id()) != (
+            PAD_ID, UNK_ID, BOS_ID, EOS_ID
+        ):
+            raise DataError(f"{path}: special ids differ from mtkit's pad=0 unk=1 bos=2 eos=3")
+
+    def __len__(self) -> int:
+        return self.sp.GetPieceSize()
+
+    def encode_ids(self, lines: list[str]) -> list[list[int]]:
+        return self.sp.Encode(lines, out_type=int, num_threads=2)
+
+    def encode_pieces(self, lines: list[str]) -> list[list[str]]:
+        return self.sp.Encode(lines, out_type=str)
+
+    def decode_ids(self, ids: list[list[int]]) -> list[str]:
+        return [self.sp.Decode(x) for x in ids]
+
+    def decode_pieces(self, pieces: list[list[str]]) -> list[str]:
+        return [self.sp.DecodePieces(x) for x in pieces]
+
+    def id_to_piece(self, ids: list[int]) -> list[str]:
+        return [self.sp.IdToPiece(i) for i in ids]
+
+    def normalize(self, line: str) -> str:
+        return self.sp.Decode(self.sp.Encode(line))
+
+
+def encode_stream(bpe: Bpe, lines: Iterable[str], fmt: str = "pieces",
+                  chunk: int = 1000) -> Iterator[str]:
+    """Encode lines to space-joined pieces or ids, one output line per input line."""
+    if fmt not in ("pieces", "ids"):
+        raise MtkitError(f"--format must be pieces or ids, not {fmt!r}")
+    for batch in _chunks(lines, chunk):
+        if fmt == "ids":
+            for ids in bpe.encode_ids(batch):
+                yield " ".join(map(str, ids))
+        else:
+            for pieces in bpe.encode_pieces(batch):
+                yield " ".join(pieces)
+
+
+def decode_stream(bpe: Bpe, lines: Iterable[str], fmt: str = "pieces", name: str = "<stdin>",
+                  chunk: int = 1000) -> Iterator[str]:
+    if fmt not in ("pieces", "ids"):
+        raise MtkitError(f"--format must be pieces or ids, not {fmt!r}")
+    lineno = 0
+    for batch in _chunks(lines, chunk):
+        if fmt == "ids":
+            parsed = []
+            for line in batch:
+                lineno += 1
+                try:
+                    ids = [int(t) for t in line.split()]
+                except ValueError:
+                    raise DataError(f"{name}:{lineno}: expected space-separated integer ids") from None
+                if any(i < 0 or i >= len(bpe) for i in ids):
+                    raise DataError(f"{name}:{lineno}: id out of range 0..{len(bpe) - 1}")
+                parsed.append(ids)
+            yield from bpe.decode_ids(parsed)
+        else:
+            lineno += len(batch)
+            yield from bpe.decode_pieces([line.split() for line in batch])
+
+
+def _chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:
+    batch: list[str] = []
+    for line in lines:
+        batch.append(line)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

@@ -1,0 +1,359 @@
+"""Typed experiment configuration: one YAML file, five sections, validated on load.
+
+Every field carries its documentation in ``metadata["doc"]``; ``mtkit config-keys`` prints them all
+and the README's key tables are generated from the same source. Ranges live in ``metadata["min"]`` /
+``metadata["max"]`` so a bad value is reported with the key's full dotted name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Union
+
+import yaml
+
+from mtkit.errors import ConfigError
+
+
+def _f(default: Any, doc: str, lo: float | None = None, hi: float | None = None) -> Any:
+    """A dataclass field with its documentation and optional inclusive range."""
+    meta: dict[str, Any] = {"doc": doc}
+    if lo is not None:
+        meta["min"] = lo
+    if hi is not None:
+        meta["max"] = hi
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: type(default)(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass
+class DataConfig:
+    """Where the raw parallel text is and how `mtkit prepare` filters it."""
+
+    train_src: str = _f("", "Raw training source file (plain text or .gz), one segment per line.")
+    train_tgt: str = _f("", "Raw training target file, line-aligned with train_src.")
+    dev_src: str = _f("", "Raw development source file (validation during training).")
+    dev_tgt: str = _f("", "Raw development target file.")
+    test_src: str = _f("", "Raw test source file (optional; binarized too when given).")
+    test_tgt: str = _f("", "Raw test target file (optional).")
+    src_lang: str = _f("src", "Source language code, used in file names and reports.")
+    tgt_lang: str = _f("tgt", "Target language code.")
+    dir: str = _f("data-bin", "Experiment data directory that `prepare` writes shards and BPE models to.")
+    max_len: int = _f(250, "Drop training pairs with more subword tokens than this on either side.", 1)
+    min_len: int = _f(1, "Drop training pairs with fewer subword tokens than this on either side.", 0)
+    max_len_ratio: float = _f(
+        3.0, "Drop training pairs whose token-length ratio (longer/shorter) exceeds this; 0 disables.", 0
+    )
+    filter_dev: bool = _f(False, "Apply the filters to dev/test too (normally they are kept whole).")
+
+
+@dataclass
+class BpeConfig:
+    """Subword segmentation (sentencepiece BPE)."""
+
+    joint: bool = _f(True, "One BPE model and vocabulary shared by source and target.")
+    vocab_size: int = _f(8000, "Vocabulary size of each BPE model.", 16)
+    character_coverage: float = _f(
+        1.0, "Share of characters the model must cover (1.0 for Latin scripts, ~0.9995 for CJK).", 0.9, 1.0
+    )
+    input_sentence_size: int = _f(
+        1_000_000, "Sample at most this many sentences to train BPE (0 = use all).", 0
+    )
+    model: str = _f("", "Existing joint model (PREFIX.model) to reuse instead of training one.")
+    src_model: str = _f("", "Existing source model to reuse when joint is false.")
+    tgt_model: str = _f("", "Existing target model to reuse when joint is false.")
+    seed: int = _f(1, "Seed for sentence sampling.")
+
+
+@dataclass
+class ModelConfig:
+    """The network. Keys marked [rnn] or [transformer] apply to that architecture only."""
+
+    arch: Literal["transformer", "rnn"] = _f("transformer", "Model family.")
+    # shared
+    emb_dim: int = _f(256, "[rnn] Embedding size (the Transformer uses d_model).", 1)
+    dropout: float = _f(0.1, "Dropout on embeddings, sublayer outputs and RNN outputs.", 0, 1)
+    encoder_layers: int = _f(3, "Number of encoder layers.", 1)
+    decoder_layers: int = _f(3, "Number of decoder layers.", 1)
+    tie_embeddings: bool = _f(True, "Tie the target embedding and the output projection.")
+    share_all_embeddings: bool = _f(
+        True, "Also share the source embedding (only possible with a joint BPE vocabulary)."
+    )
+    # transformer
+    d_model: int = _f(256, "[transformer] Model width.", 8)
+    heads: int = _f(4, "[transformer] Attention heads (d_model must be divisible by heads).", 1)
+    d_ff: int = _f(1024, "[transformer] Inner width of the feed-forward sublayer.", 1)
+    attention_dropout: float = _f(0.0, "[transformer] Dropout on attention weights.", 0, 1)
+    activation_dropout: float = _f(0.0, "[transformer] Dropout after the FFN activation.", 0, 1)
+    activation: Literal["relu", "gelu"] = _f("relu", "[transformer] FFN activation.")
+    norm: Literal["post", "pre"] = _f(
+        "post", "[transformer] LayerNorm after each residual (paper) or before each sublayer (pre-norm)."
+    )
+    positions: Literal["sinusoidal", "learned", "relative"] = _f(
+        "sinusoidal", "[transformer] Position information: fixed sinusoids, learned, or relative (Shaw 2018)."
+    )
+    max_positions: int = _f(1024, "[transformer] Longest sequence for learned positions.", 1)
+    max_relative_distance: int = _f(16, "[transformer] Clipping distance δ of relative positions.", 1)
+    # rnn
+    rnn_type: Literal["lstm", "gru"] = _f("lstm", "[rnn] Recurrent cell.")
+    hidden_size: int = _f(512, "[rnn] Hidden size of the decoder (and of the encoder, per direction).", 1)
+    bidirectional: bool = _f(True, "[rnn] Bidirectional encoder.")
+    attention: Literal["dot", "scaled_dot", "general", "additive", "none"] = _f(
+        "additive", "[rnn] Attention scorer; none = plain seq2seq on the final encoder state."
+    )
+    attention_style: Literal["bahdanau", "luong"] = _f(
+        "bahdanau",
+        "[rnn] bahdanau: attend from s_{t-1}, feed context into the RNN; luong: attend after the step.",
+    )
+    input_feeding: bool = _f(True, "[rnn] Luong style: feed the previous attentional state as input.")
+    bridge: bool = _f(True, "[rnn] Initialise the decoder state from the encoder through a learned layer.")
+
+
+@dataclass
+class TrainingConfig:
+    """Optimisation, batching, validation and checkpointing of `mtkit train`."""
+
+    model_dir: str = _f("model", "Directory for checkpoints, resolved config, BPE models and logs.")
+    seed: int = _f(1, "Random seed (initialisation, batch order, dropout).")
+    max_tokens: int = _f(4096, "Token budget of a batch (max(src,tgt) length × sentences, padding included).", 1)
+    update_freq: int = _f(1, "Accumulate gradients over this many batches per update.", 1)
+    optimizer: Literal["adam", "adamw"] = _f("adam", "Optimizer.")
+    lr: float = _f(1e-3, "Peak learning rate (noam: scale factor of the formula).", 0)
+    betas: list[float] = _f([0.9, 0.98], "Adam β1, β2.")
+    eps: float = _f(1e-9, "Adam ε.", 0)
+    weight_decay: float = _f(0.0, "Weight decay (decoupled for adamw).", 0)
+    schedule: Literal["noam", "inverse_sqrt", "constant", "plateau"] = _f(
+        "inverse_sqrt", "Learning-rate schedule."
+    )
+    warmup_steps: int = _f(1000, "Linear warm-up steps (noam, inverse_sqrt).", 0)
+    plateau_factor: float = _f(0.5, "plateau: multiply the LR by this when the dev metric stalls.", 0, 1)
+    plateau_patience: int = _f(2, "plateau: validations without improvement before decaying.", 0)
+    min_lr: float = _f(0.0, "Lower bound of the learning rate.", 0)
+    clip_norm: float = _f(1.0, "Clip the gradient norm to this (0 disables).", 0)
+    label_smoothing: float = _f(0.1, "Label smoothing ε.", 0, 1)
+    max_steps: int = _f(0, "Stop after this many updates (0 = no limit).", 0)
+    max_epochs: int = _f(0, "Stop after this many epochs (0 = no limit).", 0)
+    max_time: float = _f(0.0, "Stop after this many minutes of training (0 = no limit).", 0)
+    validate_every: int = _f(1000, "Validate (and checkpoint) every N updates.", 1)
+    valid_metric: Literal["bleu", "chrf", "loss", "ppl"] = _f("bleu", "Metric that picks the best checkpoints.")
+    valid_max_sentences: int = _f(0, "Translate at most this many dev sentences for BLEU (0 = all).", 0)
+    keep_best: int = _f(3, "Keep the best k checkpoints by valid_metric (plus the last).", 1)
+    patience: int = _f(0, "Early stopping: validations without improvement before stopping (0 = off).", 0)
+    log_every: int = _f(100, "Log training metrics every N updates.", 1)
+    device: str = _f("auto", "auto, cpu, cuda, cuda:N or mps.")
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = _f(
+        "auto", "Autocast precision; auto = bf16 on CUDA when supported, else fp32."
+    )
+    compile: bool = _f(False, "Compile the model with torch.compile.")
+    threads: int = _f(0, "CPU threads for PyTorch (0 = all allowed cores).", 0)
+    scheduled_sampling: Literal["none", "linear", "exponential", "inverse_sigmoid"] = _f(
+        "none", "Decay of the probability of feeding the gold previous token (Bengio et al. 2015)."
+    )
+    ss_k: float = _f(
+        2000.0,
+        "Scheduled sampling speed: linear = steps to reach ss_min; exponential = k**step with k<1 given as "
+        "steps to halve; inverse_sigmoid = k/(k+exp(step/k)).",
+        0,
+    )
+    ss_min: float = _f(0.75, "Lowest probability of feeding the gold token.", 0, 1)
+    diversity_penalty: float = _f(0.0, "Weight of the multi-head diversity penalty ||AA^T - I||^2.", 0)
+    max_nonfinite: int = _f(5, "Abort after this many consecutive non-finite losses.", 1)
+
+
+@dataclass
+class DecodingConfig:
+    """Search settings used by `mtkit translate` and by validation."""
+
+    beam_size: int = _f(5, "Beam size (1 = greedy).", 1)
+    length_penalty: float = _f(1.0, "GNMT length penalty α: score / ((5+len)/6)^α (0 disables).", 0)
+    length_norm: Literal["gnmt", "average", "none"] = _f(
+        "gnmt", "Length normalisation: GNMT penalty, plain average log-prob, or none."
+    )
+    max_len_a: float = _f(1.2, "Longest output is max_len_a · source_len + max_len_b tokens.", 0)
+    max_len_b: int = _f(10, "See max_len_a.", 0)
+    min_len: int = _f(1, "Shortest output in tokens (EOS is blocked before).", 0)
+    no_repeat_ngram: int = _f(0, "Forbid repeating any n-gram of this size (0 = off).", 0)
+    max_tokens: int = _f(8000, "Token budget of a translation batch (source tokens × beam).", 1)
+    max_input_tokens: int = _f(
+        400, "Longer inputs are split into sentences or windows of this many subwords and rejoined.", 8
+    )
+    temperature: float = _f(1.0, "Sampling temperature (with sampling).", 0)
+    top_k: int = _f(0, "Sampling from the k most likely tokens (0 = all).", 0)
+    top_p: float = _f(1.0, "Nucleus sampling mass.", 0, 1)
+
+
+@dataclass
+class Config:
+    """A whole experiment."""
+
+    data: DataConfig = field(default_factory=DataConfig)
+    bpe: BpeConfig = field(default_factory=BpeConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+    decoding: DecodingConfig = field(default_factory=DecodingConfig)
+
+
+SECTIONS: dict[str, type] = {f.name: f.type for f in dataclasses.fields(Config)}  # type: ignore[misc]
+
+
+def _suggest(key: str, valid: list[str]) -> str:
+    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
+    return f" (did you mean '{close[0]}'?)" if close else f" (valid keys: {', '.join(valid)})"
+
+
+def _coerce(value: Any, tp: Any, name: str) -> Any:
+    """Check `value` against the annotation `tp`, converting where YAML is loose (int → float)."""
+    origin = typing.get_origin(tp)
+    if origin is Literal:
+        choices = typing.get_args(tp)
+        if value not in choices:
+            raise ConfigError(f"{name}: {value!r} is not one of {', '.join(map(str, choices))}")
+        return value
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if value is None:
+            return None
+        return _coerce(value, args[0], name)
+    if origin is list:
+        (item,) = typing.get_args(tp)
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{name}: expected a list, got {value!r}")
+        return [_coerce(v, item, f"{name}[{i}]") for i, v in enumerate(value)]
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{name}: expected true or false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{name}: expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{name}: expected a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if value is None:
+            return ""
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise ConfigError(f"{name}: expected a string, got {value!r}")
+        return str(value)
+    raise ConfigError(f"{name}: unsupported type {tp}")  # pragma: no cover - a programming error
+
+
+def _build_section(cls: type, values: dict[str, Any], section: str) -> Any:
+    if not isinstance(values, dict):
+        raise ConfigError(f"{section}: expected a mapping of keys, got {values!r}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for key, value in values.items():
+        if key not in fields:
+            raise ConfigError(f"unknown key '{section}.{key}'{_suggest(key, list(fields))}")
+        name = f"{section}.{key}"
+        value = _coerce(value, hints[key], name)
+        meta = fields[key].metadata
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if "min" in meta and value < meta["min"]:
+                raise ConfigError(f"{name}: {value} is below the minimum {meta['min']}")
+            if "max" in meta and value > meta["max"]:
+                raise ConfigError(f"{name}: {value} is above the maximum {meta['max']}")
+        kwargs[key] = value
+    return cls(**kwargs)
+
+
+def _check_consistency(cfg: Config) -> None:
+    m = cfg.model
+    if m.arch == "transformer" and m.d_model % m.heads:
+        raise ConfigError(f"model.d_model ({m.d_model}) must be divisible by model.heads ({m.heads})")
+    if len(cfg.training.betas) != 2:
+        raise ConfigError("training.betas: expected two numbers [beta1, beta2]")
+
+
+def from_dict(raw: dict[str, Any] | None) -> Config:
+    """Validate a nested mapping (as read from YAML) into a Config."""
+    raw = raw or {}
+    if not isinstance(raw, dict):
+        raise ConfigError("the config must be a mapping with sections data, bpe, model, training, decoding")
+    sections = {}
+    for key, value in raw.items():
+        if key not in SECTIONS:
+            raise ConfigError(f"unknown section '{key}'{_suggest(key, list(SECTIONS))}")
+        sections[key] = _build_section(SECTIONS[key], value or {}, key)
+    cfg = Config(**sections)
+    _check_consistency(cfg)
+    return cfg
+
+
+def to_dict(cfg: Config) -> dict[str, Any]:
+    return dataclasses.asdict(cfg)
+
+
+def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Apply `section.key=value` strings; values are parsed as YAML scalars (so 1e-3, true, [1,2] work)."""
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"--set {item!r}: expected section.key=value")
+        path, text = item.split("=", 1)
+        parts = path.strip().split(".")
+        if len(parts) != 2:
+            raise ConfigError(f"--set {item!r}: expected section.key=value, e.g. training.lr=0.001")
+        section, key = parts
+        if section not in SECTIONS:
+            raise ConfigError(f"--set: unknown section '{section}'{_suggest(section, list(SECTIONS))}")
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"--set {item!r}: cannot parse value: {exc}") from None
+        raw.setdefault(section, {})
+        if raw[section] is None:
+            raw[section] = {}
+        raw[section][key] = value
+    return raw
+
+
+def load_config(path: str | Path | None, overrides: list[str] | None = None) -> Config:
+    """Read a YAML config (or start from defaults when path is None) and apply --set overrides."""
+    raw: dict[str, Any] = {}
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"config file not found: {p}")
+        try:
+            raw = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f":{mark.line + 1}" if mark is not None else ""
+            raise ConfigError(f"{p}{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"{p}: not valid UTF-8") from None
+    raw = apply_overrides(raw, overrides or [])
+    return from_dict(raw)
+
+
+def save_config(cfg: Config, path: str | Path) -> None:
+    """Write the resolved config (every key, defaults included) as YAML."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    text = yaml.safe_dump(to_dict(cfg), sort_keys=False, allow_unicode=True)
+    Path(path).write_text(text, encoding="utf-8")
+
+
+def describe_keys() -> list[tuple[str, str, str, str]]:
+    """(key, type, default, doc) for every config key: the source of the README tables."""
+    rows = []
+    for section, cls in SECTIONS.items():
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            tp = hints[f.name]
+            if typing.get_origin(tp) is Literal:
+                tname = "|".join(map(str, typing.get_args(tp)))
+            else:
+                tname = getattr(tp, "__name__", str(tp))
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+            rows.append((f"{section}.{f.name}", tname, repr(default), f.metadata.get("doc", "")))
+    return rows

@@ -1,0 +1,1 @@
+"""Data stage: binarized shards, their preparation, and batching for training."""

@@ -1,0 +1,1 @@
+"""Decoding stage: search algorithms over the Seq2Seq interface, and the Translator."""

@@ -1,0 +1,1 @@
+"""Training stage: the loop, losses, schedules, checkpoints, distributed setup."""

@@ -58,7 +58,6 @@ def train_bpe(inputs: list[str], model_prefix: str, vocab_size: int = 8000,
             pad_piece="<pad>", unk_piece="<unk>", bos_piece="<s>", eos_piece="</s>",
             max_sentence_length=1 << 16,
             num_threads=2,
-            random_seed=seed,
             minloglevel=2,
             hard_vocab_limit=False,
         )

@@ -6,7 +6,9 @@ PAD_ID = 0, UNK_ID = 1, BOS_ID = 2, EOS_ID = 3.
 
 from __future__ import annotations
 
+import os
 import random
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -16,6 +18,20 @@ from mtkit.errors import DataError, MtkitError
 from mtkit.textio import read_lines
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+
+
+def _threads() -> int:
+    """Cores this process may use (sentencepiece parallelises batch encoding and training)."""
+    try:
+        return max(1, min(16, len(os.sched_getaffinity(0))))
+    except AttributeError:  # not on Linux
+        return max(1, min(16, os.cpu_count() or 1))
+
+
+def _trainer_message(exc: RuntimeError) -> str:
+    """sentencepiece's errors carry a C++ source location and the failed check; keep the prose."""
+    text = str(exc).strip().splitlines()[-1]
+    return re.sub(r"^.*\] ", "", text)
 
 
 def _sample_sentences(inputs: list[str], limit: int, seed: int) -> list[str]:
@@ -57,12 +73,12 @@ def train_bpe(inputs: list[str], model_prefix: str, vocab_size: int = 8000,
             pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
             pad_piece="<pad>", unk_piece="<unk>", bos_piece="<s>", eos_piece="</s>",
             max_sentence_length=1 << 16,
-            num_threads=2,
+            num_threads=_threads(),
             minloglevel=2,
             hard_vocab_limit=False,
         )
     except RuntimeError as exc:
-        raise MtkitError(f"bpe train: sentencepiece failed: {str(exc).strip().splitlines()[-1]}") from None
+        raise MtkitError(f"bpe train: sentencepiece failed: {_trainer_message(exc)}") from None
     return Path(f"{model_prefix}.model")
 
 
@@ -88,10 +104,10 @@ class Bpe:
         return self.sp.GetPieceSize()
 
     def encode_ids(self, lines: list[str]) -> list[list[int]]:
-        return self.sp.Encode(lines, out_type=int, num_threads=2)
+        return self.sp.Encode(lines, out_type=int, num_threads=_threads())
 
     def encode_pieces(self, lines: list[str]) -> list[list[str]]:
-        return self.sp.Encode(lines, out_type=str)
+        return self.sp.Encode(lines, out_type=str, num_threads=_threads())
 
     def decode_ids(self, ids: list[list[int]]) -> list[str]:
         return [self.sp.Decode(x) for x in ids]
@@ -104,6 +120,11 @@ class Bpe:
 
     def normalize(self, line: str) -> str:
         return self.sp.Decode(self.sp.Encode(line))
+
+    def normalize_text(self, line: str) -> str:
+        """sentencepiece's normalisation alone (NFKC, whitespace collapsed), without the trip through
+        the vocabulary: decode(encode(x)) equals this unless x holds characters the model lacks."""
+        return self.sp.Normalize(line).replace("\u2581", " ").strip()
 
 
 def encode_stream(bpe: Bpe, lines: Iterable[str], fmt: str = "pieces",

@@ -46,7 +46,9 @@ def _root(
 # ----------------------------------------------------------------------------------------------- bpe
 @bpe_app.command("train")
 def bpe_train(
-    input: list[str] = typer.Option(..., "--input", "-i", help="Training text (plain or .gz); repeat for a joint model."),
+    input: list[str] = typer.Option(
+        ..., "--input", "-i", help="Training text (plain or .gz); repeat for a joint model."
+    ),
     vocab_size: int = typer.Option(8000, "--vocab-size", help="Vocabulary size."),
     model_prefix: str = typer.Option(..., "--model-prefix", help="Writes PREFIX.model and PREFIX.vocab."),
     character_coverage: float = typer.Option(1.0, help="Share of characters covered (0.9995 for CJK)."),
@@ -54,13 +56,13 @@ def bpe_train(
     seed: int = typer.Option(1, help="Sampling seed."),
 ) -> None:
     """Train a BPE model (joint over several inputs). Ids: pad=0 unk=1 bos=2 eos=3."""
-    from mtkit.bpe import train_bpe
+    from mtkit.bpe import Bpe, train_bpe
 
     path = train_bpe(input, model_prefix, vocab_size, character_coverage, input_sentence_size, seed)
-    typer.echo(f"wrote {path}", err=True)
+    typer.echo(f"wrote {path} ({len(Bpe(path))} pieces) and {Path(model_prefix + '.vocab')}", err=True)
 
 
-def _filter(model: str, input: str, output: Optional[str], fmt: str, encode: bool) -> None:
+def _filter(model: str, input: str, output: str | None, fmt: str, encode: bool) -> None:
     from mtkit.bpe import Bpe, decode_stream, encode_stream
     from mtkit.textio import open_output, read_lines
 
@@ -83,7 +85,7 @@ def _filter(model: str, input: str, output: Optional[str], fmt: str, encode: boo
 def bpe_encode(
     model: str = typer.Option(..., "--model", "-m", help="PREFIX.model"),
     input: str = typer.Option("-", "--input", "-i", help="Input file (default stdin)."),
-    output: Optional[str] = typer.Option(None, "--output", "-o", help="Output file (default stdout)."),
+    output: str | None = typer.Option(None, "--output", "-o", help="Output file (default stdout)."),
     fmt: str = typer.Option("pieces", "--format", help="pieces or ids."),
 ) -> None:
     """Segment text into subwords, one output line per input line."""
@@ -94,7 +96,7 @@ def bpe_encode(
 def bpe_decode(
     model: str = typer.Option(..., "--model", "-m", help="PREFIX.model"),
     input: str = typer.Option("-", "--input", "-i", help="Input file (default stdin)."),
-    output: Optional[str] = typer.Option(None, "--output", "-o", help="Output file (default stdout)."),
+    output: str | None = typer.Option(None, "--output", "-o", help="Output file (default stdout)."),
     fmt: str = typer.Option("pieces", "--format", help="pieces or ids."),
 ) -> None:
     """Join subwords back into text, one output line per input line."""
@@ -145,9 +147,61 @@ def train(
 @app.command()
 def translate(
     model: Path = typer.Option(..., "--model", "-m", help="Model directory (or a checkpoint file)."),
+    input: str = typer.Option("-", "--input", "-i", help="Input file (plain or .gz; default stdin)."),
+    output: str | None = typer.Option(None, "--output", "-o", help="Output file (default stdout)."),
+    checkpoint: str = typer.Option("best", "--checkpoint", help="best, last, or a checkpoint path."),
+    beam: int | None = typer.Option(None, "--beam", "-b",
+        help="Beam size (default: from the model's config)."),
+    nbest: int = typer.Option(1, "--nbest",
+        help="Write the N best as index<TAB>score<TAB>text (N lines/input)."),
+    greedy: bool = typer.Option(False, "--greedy", help="Greedy search (beam size 1)."),
+    sample: bool = typer.Option(False, "--sample",
+        help="Sample instead of searching (with --nbest: N samples)."),
+    temperature: float | None = typer.Option(None, help="Sampling temperature."),
+    top_k: int | None = typer.Option(None, "--top-k", help="Sample from the K most likely tokens (0 = all)."),
+    top_p: float | None = typer.Option(None, "--top-p", help="Nucleus sampling mass."),
+    seed: int | None = typer.Option(None, help="Seed of the sampler (reproducible samples)."),
+    length_penalty: float | None = typer.Option(None, "--length-penalty", help="GNMT length penalty α."),
+    length_norm: str | None = typer.Option(None, "--length-norm", help="gnmt, average or none."),
+    max_len_a: float | None = typer.Option(None, "--max-len-a", help="Max output length = a·src_len + b."),
+    max_len_b: int | None = typer.Option(None, "--max-len-b", help="See --max-len-a."),
+    min_len: int | None = typer.Option(None, "--min-len", help="Shortest output in tokens."),
+    no_repeat_ngram: int | None = typer.Option(None, "--no-repeat-ngram", help="Forbid repeated n-grams."),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", help="Batch budget: source tokens × beam."),
+    json_out: bool = typer.Option(False, "--json", help="JSON lines: text, score, tokens, alignment."),
+    alignment: bool = typer.Option(False, "--alignment", help="Append TAB + Pharaoh subword alignment i-j."),
+    attention_plot: str | None = typer.Option(None, "--attention-plot",
+        help="Write attention heatmaps (PNG) here."),
+    attention_plot_max: int = typer.Option(0, "--attention-plot-max",
+        help="Plot only the first K sentences (0 = all)."),
+    attention_layer: int = typer.Option(-1, "--attention-layer",
+        help="Decoder layer of the attention (-1 = last)."),
+    attention_head: str = typer.Option("avg", "--attention-head", help="Head number or avg."),
+    ensemble: list[Path] = typer.Option([], "--ensemble",
+        help="Another model dir to ensemble with (repeatable)."),
+    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:N, mps."),
+    int8: bool = typer.Option(False, "--int8", help="Dynamic int8 quantization of linear layers (CPU)."),
+    threads: int = typer.Option(0, "--threads", help="CPU threads (0 = all allowed cores)."),
+    set: list[str] = typer.Option([], "--set",
+        help="Override a decoding key, e.g. --set decoding.beam_size=4."),
 ) -> None:
     """Translate text with greedy or beam search (stdin → stdout by default)."""
-    raise MtkitError("translate: not implemented yet")
+    from mtkit.decode.translator import run_translate
+
+    overrides = list(set)
+    if greedy and beam not in (None, 1):
+        raise MtkitError("--greedy and --beam conflict: greedy search is beam size 1")
+    for key, value in (("beam_size", 1 if greedy else beam), ("temperature", temperature), ("top_k", top_k),
+                       ("top_p", top_p), ("length_penalty", length_penalty), ("length_norm", length_norm),
+                       ("max_len_a", max_len_a), ("max_len_b", max_len_b), ("min_len", min_len),
+                       ("no_repeat_ngram", no_repeat_ngram), ("max_tokens", max_tokens)):
+        if value is not None:
+            overrides.append(f"decoding.{key}={value}")
+    run_translate(model, input, output, checkpoint=checkpoint, device=device, int8=int8, threads=threads,
+                  ensemble=ensemble, overrides=overrides, nbest=nbest, sample=sample, seed=seed,
+                  json_lines=json_out, alignment=alignment, attention_plot=attention_plot,
+                  attention_plot_max=attention_plot_max, attention_layer=attention_layer,
+                  attention_head=attention_head)
 
 
 # ------------------------------------------------------------------------------------------- average
@@ -164,11 +218,19 @@ def average(
 def score(
     hyp: list[str] = typer.Option(..., "--hyp", help="System output (file or -); repeat to compare systems."),
     ref: list[str] = typer.Option(..., "--ref", help="Reference file; repeat for several references."),
-    metrics: str = typer.Option("bleu,chrf", help="Comma-separated: bleu, chrf, ter, wer."),
+    metrics: str = typer.Option("bleu,chrf", "--metrics", "-m", help="Comma-separated: bleu chrf ter wer."),
     json_out: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    tokenize: str | None = typer.Option(
+        None, "--tokenize", help="BLEU tokenizer, as sacrebleu's: 13a (default), intl, zh, char, none..."
+    ),
+    bootstrap: int = typer.Option(
+        1000, "--bootstrap", min=0, help="Paired bootstrap samples when comparing systems (0 = no test)."
+    ),
 ) -> None:
     """Score translations: BLEU, chrF, TER (sacrebleu) and WER; paired bootstrap across systems."""
-    raise MtkitError("score: not implemented yet")
+    from mtkit.score import score as run_score
+
+    run_score(hyp, ref, metrics, json_out=json_out, tokenize=tokenize, bootstrap=bootstrap)
 
 
 # -------------------------------------------------------------------------------------------- config
@@ -183,6 +245,53 @@ def config_keys() -> None:
     table = Table("key", "type", "default", "meaning")
     for row in describe_keys():
         table.add_row(*row)
+    Console().print(table)
+
+
+# -------------------------------------------------------------------------------------------- params
+@app.command()
+def params(
+    config: Path = typer.Argument(..., help="Experiment YAML."),
+    set: list[str] = typer.Option([], "--set", help=SET_HELP),
+    src_vocab: Optional[int] = typer.Option(
+        None, "--src-vocab", min=4, help="Source vocabulary size (default: meta.json of data.dir, else bpe.vocab_size)."
+    ),
+    tgt_vocab: Optional[int] = typer.Option(None, "--tgt-vocab", min=4, help="Target vocabulary size (as --src-vocab)."),
+    joint: Optional[bool] = typer.Option(
+        None, "--joint/--no-joint", help="Joint vocabulary (default: meta.json, else bpe.joint)."
+    ),
+) -> None:
+    """Print the parameter count of the model a config describes, per component and in total."""
+    import json
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from mtkit.config import load_config
+    from mtkit.models.summary import build_on_meta, parameter_breakdown
+
+    cfg = load_config(config, set)
+    meta_path = Path(cfg.data.dir) / "meta.json"
+    meta = {}
+    if meta_path.is_file():
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            meta = {}
+    joint = joint if joint is not None else bool(meta.get("joint", cfg.bpe.joint))
+    src_vocab = src_vocab or int(meta.get("src_vocab_size", cfg.bpe.vocab_size))
+    tgt_vocab = tgt_vocab or int(meta.get("tgt_vocab_size", cfg.bpe.vocab_size))
+    if joint and src_vocab != tgt_vocab:
+        raise MtkitError(f"--joint needs equal vocabularies, got --src-vocab {src_vocab} and --tgt-vocab {tgt_vocab}")
+    try:
+        model = build_on_meta(cfg.model, src_vocab, tgt_vocab, joint)
+    except ValueError as exc:  # e.g. dot attention with mismatched sizes
+        raise MtkitError(f"{config}: {exc}") from None
+    table = Table("component", "parameters", "note",
+                  title=f"{cfg.model.arch}: vocab {src_vocab}→{tgt_vocab}{' (joint)' if joint else ''}")
+    for label, count, note in parameter_breakdown(model):
+        table.add_row(label, f"{count:,}", note)
+    table.add_row("total", f"{model.num_parameters():,}", f"{model.num_parameters() / 1e6:.1f}M", style="bold")
     Console().print(table)
 
 

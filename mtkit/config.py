@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -50,7 +51,10 @@ class DataConfig:
     max_len_ratio: float = _f(
         3.0, "Drop training pairs whose token-length ratio (longer/shorter) exceeds this; 0 disables.", 0
     )
-    filter_dev: bool = _f(False, "Apply the filters to dev/test too (normally they are kept whole).")
+    filter_dev: bool = _f(
+        False, "Apply the filters to dev/test too (normally they are kept whole, empty lines included, so "
+        "they stay line-aligned with the raw files)."
+    )
 
 
 @dataclass
@@ -65,10 +69,11 @@ class BpeConfig:
     input_sentence_size: int = _f(
         1_000_000, "Sample at most this many sentences to train BPE (0 = use all).", 0
     )
-    model: str = _f("", "Existing joint model (PREFIX.model) to reuse instead of training one.")
-    src_model: str = _f("", "Existing source model to reuse when joint is false.")
-    tgt_model: str = _f("", "Existing target model to reuse when joint is false.")
-    seed: int = _f(1, "Seed for sentence sampling.")
+    model: str = _f("", "Existing joint model (PREFIX.model) to reuse instead of training one; copied "
+                    "into data.dir.")
+    src_model: str = _f("", "Existing source model to reuse when joint is false (else one is trained).")
+    tgt_model: str = _f("", "Existing target model to reuse when joint is false (else one is trained).")
+    seed: int = _f(1, "Seed for sampling the BPE training sentences.")
 
 
 @dataclass
@@ -144,6 +149,12 @@ class TrainingConfig:
     valid_metric: Literal["bleu", "chrf", "loss", "ppl"] = _f("bleu", "Metric that picks the best checkpoints.")
     valid_max_sentences: int = _f(0, "Translate at most this many dev sentences for BLEU (0 = all).", 0)
     keep_best: int = _f(3, "Keep the best k checkpoints by valid_metric (plus the last).", 1)
+    keep_last: int = _f(
+        5, "Also keep the step checkpoints of the last N validations (for `mtkit average --last`).", 0
+    )
+    save_every: int = _f(
+        0, "Write checkpoint_last.pt every N updates between validations (0 = at validations only).", 0
+    )
     patience: int = _f(0, "Early stopping: validations without improvement before stopping (0 = off).", 0)
     log_every: int = _f(100, "Log training metrics every N updates.", 1)
     device: str = _f("auto", "auto, cpu, cuda, cuda:N or mps.")
@@ -199,12 +210,30 @@ class Config:
     decoding: DecodingConfig = field(default_factory=DecodingConfig)
 
 
-SECTIONS: dict[str, type] = {f.name: f.type for f in dataclasses.fields(Config)}  # type: ignore[misc]
+# get_type_hints, not Field.type: with `from __future__ import annotations` the latter is a string
+SECTIONS: dict[str, type] = typing.get_type_hints(Config)
+
+
+# names other toolkits use for a key: `learning_rate` should point at `lr` though they share few letters
+_ALIASES = {"learning_rate": "lr", "batch_size": "max_tokens", "beam": "beam_size", "epochs": "max_epochs",
+            "steps": "max_steps", "vocab": "vocab_size", "layers": "encoder_layers", "hidden": "hidden_size"}
 
 
 def _suggest(key: str, valid: list[str]) -> str:
-    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
+    """The closest valid key: an alias, a spelling neighbour, or one that shares a `_`-separated prefix
+    (`lr_rate` → `lr`); else the list of valid keys."""
+    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+    if not close and _ALIASES.get(key) in valid:
+        close = [_ALIASES[key]]
+    if not close:
+        related = [v for v in valid if key.startswith(v + "_") or v.startswith(key + "_")]
+        close = sorted(related, key=len, reverse=True)[:1]
+    if not close:
+        close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
     return f" (did you mean '{close[0]}'?)" if close else f" (valid keys: {', '.join(valid)})"
+
+
+_YAML11_MISSED_FLOAT = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
 
 
 def _coerce(value: Any, tp: Any, name: str) -> Any:
@@ -234,6 +263,8 @@ def _coerce(value: Any, tp: Any, name: str) -> Any:
             raise ConfigError(f"{name}: expected an integer, got {value!r}")
         return value
     if tp is float:
+        if isinstance(value, str) and _YAML11_MISSED_FLOAT.match(value.strip()):
+            return float(value)  # PyYAML (YAML 1.1) reads 1e-3 as a string; users mean a number
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{name}: expected a number, got {value!r}")
         return float(value)

@@ -21,9 +21,10 @@ def _open_binary(path: str | Path) -> IO[bytes]:
         raise DataError(f"file not found: {p}")
     if Path(p).is_dir():
         raise DataError(f"expected a file but found a directory: {p}")
-    if p.endswith(".gz"):
-        return gzip.open(p, "rb")
-    return open(p, "rb")
+    try:
+        return gzip.open(p, "rb") if p.endswith(".gz") else open(p, "rb")
+    except OSError as exc:  # permission denied and friends: a user problem, not a traceback
+        raise DataError(f"cannot open {p}: {exc.strerror or exc}") from None
 
 
 def read_lines(path: str | Path, strict: bool = True,
@@ -76,7 +77,48 @@ def count_lines(path: str | Path) -> int:
     except (OSError, EOFError) as exc:
         raise DataError(f"{path}: cannot read ({exc})") from None
     finally:
-        f.close()
+        if f is not sys.stdin.buffer:
+            f.close()
+
+
+def scan_lines(path: str | Path) -> int:
+    """Count lines and check they are valid UTF-8, at block speed (no per-line Python work).
+
+    Lets a stage reject a bad corpus before spending minutes on it; the error names file:line
+    exactly as `read_lines` would."""
+    name = "<stdin>" if str(path) == "-" else str(path)
+    f = _open_binary(path)
+    lines_before, carry = 0, b""
+    try:
+        while True:
+            block = f.read(1 << 20)
+            if not block:
+                break
+            data = carry + block
+            cut = data.rfind(b"\n") + 1  # decode whole lines only: a character may span two blocks
+            _check_utf8(data[:cut], name, lines_before)
+            lines_before += data.count(b"\n", 0, cut)
+            carry = data[cut:]
+        if carry:
+            _check_utf8(carry, name, lines_before)
+            lines_before += 1
+        return lines_before
+    except (OSError, EOFError) as exc:
+        raise DataError(f"{name}: cannot read ({exc})") from None
+    finally:
+        if f is not sys.stdin.buffer:
+            f.close()
+
+
+def _check_utf8(data: bytes, name: str, lines_before: int) -> None:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        lineno = lines_before + data.count(b"\n", 0, exc.start) + 1
+        line_start = data.rfind(b"\n", 0, exc.start) + 1
+        raise DataError(
+            f"{name}:{lineno}: invalid UTF-8 (byte {exc.start - line_start + 1} of the line)"
+        ) from None
 
 
 def open_output(path: str | Path | None) -> IO[str]:
@@ -85,10 +127,13 @@ def open_output(path: str | Path | None) -> IO[str]:
         return io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", line_buffering=True,
                                 write_through=True)
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    if p.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(p, "wb"), encoding="utf-8")
-    return open(p, "w", encoding="utf-8")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if p.suffix == ".gz":
+            return io.TextIOWrapper(gzip.open(p, "wb"), encoding="utf-8")
+        return open(p, "w", encoding="utf-8")
+    except OSError as exc:
+        raise DataError(f"cannot write {p}: {exc.strerror or exc}") from None
 
 
 def warn(message: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +30,10 @@ class ShardWriter:
     def __init__(self, prefix: Path, dtype: np.dtype):
         self.prefix = Path(prefix)
         self.dtype = dtype
-        self._tmp_bin = self.prefix.with_suffix(".bin.tmp")
-        self._bin = open(self._tmp_bin, "wb")
-        self._offsets = [0]
+        # f-strings, not with_suffix: "train.src" already has a suffix that with_suffix would replace
+        self._tmp_bin = Path(f"{self.prefix}.bin.tmp")
+        self._bin = open(self._tmp_bin, "wb")  # noqa: SIM115 - stays open while sentences stream in
+        self._offsets = array("q", [0])  # 8 bytes a sentence (a list of ints would take ~36)
 
     def add(self, ids: list[int]) -> None:
         self._bin.write(np.asarray(ids, dtype=self.dtype).tobytes())
@@ -48,10 +50,10 @@ class ShardWriter:
         self._bin.flush()
         os.fsync(self._bin.fileno())
         self._bin.close()
-        tmp_idx = self.prefix.with_suffix(".idx.tmp")
-        np.asarray(self._offsets, dtype=np.int64).tofile(tmp_idx)
-        os.replace(self._tmp_bin, self.prefix.with_suffix(".bin"))
-        os.replace(tmp_idx, self.prefix.with_suffix(".idx"))
+        tmp_idx = Path(f"{self.prefix}.idx.tmp")
+        np.frombuffer(self._offsets, dtype=np.int64).tofile(tmp_idx)
+        os.replace(self._tmp_bin, Path(f"{self.prefix}.bin"))
+        os.replace(tmp_idx, Path(f"{self.prefix}.idx"))
 
 
 class Shard:

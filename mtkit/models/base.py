@@ -10,7 +10,8 @@ Decoding contract::
     state = model.init_state(enc)
     prev = full((B,), BOS_ID)
     for t in range(max_len):
-        log_probs, state, attn = model.step(prev, state, enc)   # [B, V] float32, state, [B, H, S]
+        log_probs, state, attn = model.step(prev, state, enc, need_attention=True)
+        # log_probs [B, V] float32; attn [B, H, S] (None when need_attention is False)
         prev = pick(log_probs)
     # beam search: enc = model.reorder_encoder(enc, index); state = model.reorder_state(state, index)
 
@@ -50,10 +51,11 @@ class Seq2Seq(nn.Module):
         """Decoder state before the first step (empty KV cache, or the bridged RNN state)."""
         raise NotImplementedError
 
-    def step(self, prev_tokens: Tensor, state: Any, enc: EncoderOutput,
+    def step(self, prev_tokens: Tensor, state: Any, enc: EncoderOutput, need_attention: bool = False,
              attn_layer: int = -1) -> tuple[Tensor, Any, Tensor | None]:
         """One decoder step: previous token [B] → (log-probs [B, V] in float32, new state,
-        encoder-decoder attention of layer ``attn_layer`` per head [B, H, S] or None)."""
+        encoder-decoder attention of layer ``attn_layer`` per head [B, H, S] if ``need_attention``
+        else None). Without attention the fast fused path is used."""
         raise NotImplementedError
 
     def forward(self, src: Tensor, tgt_in: Tensor, need_attention: bool = False,

@@ -51,3 +51,49 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
     if not isinstance(state, dict) or "model" not in state or "config" not in state:
         raise CheckpointError(f"{path}: not an mtkit checkpoint (no model/config inside)")
     return state
+
+
+def capture_rng_state() -> dict[str, Any]:
+    """torch (CPU and CUDA), Python `random` and numpy generator states as tensors and plain lists,
+    so they survive ``weights_only=True`` loading."""
+    import random
+
+    import numpy as np
+
+    py_version, py_internal, py_gauss = random.getstate()
+    np_name, np_keys, np_pos, np_has_gauss, np_gauss = np.random.get_state(legacy=True)
+    state: dict[str, Any] = {
+        "torch": torch.get_rng_state(),
+        "python": [py_version, list(py_internal), py_gauss],
+        "numpy": [np_name, torch.from_numpy(np.asarray(np_keys, dtype=np.int64)), int(np_pos),
+                  int(np_has_gauss), float(np_gauss)],
+    }
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def restore_rng_state(state: dict[str, Any]) -> None:
+    import random
+
+    import numpy as np
+
+    torch.set_rng_state(state["torch"].cpu())
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    name, keys, pos, has_gauss, gauss_np = state["numpy"]
+    np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, gauss_np))
+    if "cuda" in state and torch.cuda.is_available():
+        cuda_states = [s.cpu() for s in state["cuda"]]
+        if len(cuda_states) == torch.cuda.device_count():
+            torch.cuda.set_rng_state_all(cuda_states)
+
+
+def checkpoint_step(path: str | Path) -> int | None:
+    """The update number in a `checkpoint_step{N}.pt` file name."""
+    name = Path(path).name
+    if name.startswith("checkpoint_step") and name.endswith(".pt"):
+        digits = name[len("checkpoint_step"):-3]
+        if digits.isdigit():
+            return int(digits)
+    return None

@@ -1,0 +1,392 @@
+#!/usr/bin/env python3
+"""`make bench`: how fast mtkit prepares, trains and translates on a real corpus, on this machine.
+
+One run measures, on the Debian en→de corpus (DATA, default ../shared/data/deb-en-de beside the repo):
+
+* prepare    pairs/s of `mtkit prepare` (joint BPE 8000 trained + every split encoded) and its peak RSS;
+* train      target tokens/s of transformer-small and of the RNN (the deb-en-de recipe configs) over a
+             fixed number of updates after a warm-up, read from the run's metrics.jsonl; peak RSS;
+* translate  sentences/s of greedy and beam-5 search on the test set, for the whole command and for the
+             model alone (the whole command minus the same command on a one-line input); peak RSS.
+
+Every stage runs as its own `mtkit` subprocess, exactly as a user runs it; peak RSS comes from that
+process's own rusage (os.wait4). Results go to bench/results.json with the machine (CPU, cores, torch)
+and a table is printed. `--only`/`--skip` run some parts (the others are kept from an earlier
+results.json); `--quick` is a smoke run on a slice of the data, written to bench/work/ instead.
+
+Translation speed depends on what the model outputs: a barely trained model babbles until the length
+limit. So translate uses, in this order: the --model directories given, the models of the deb-en-de
+recipe when it has been run (recipes/deb-en-de/work/{transformer,rnn}), else the bench's own (short)
+training runs, marked "undertrained" in the results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import gzip
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+RECIPE = REPO / "recipes" / "deb-en-de"
+PARTS = ("prepare", "train", "translate")
+ARCHS = ("transformer", "rnn")
+SRC, TGT = "en", "de"
+
+
+class BenchError(Exception):
+    """Printed as one line; the run stops with a non-zero exit."""
+
+
+# ------------------------------------------------------------------------------------------- running
+def run_measured(cmd: list[str], log: Path) -> tuple[float, float | None]:
+    """Run `cmd` with its output in `log`; return (wall seconds, peak RSS in MiB of that process)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="160")
+    with open(log, "w", encoding="utf-8") as out:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO)
+        if hasattr(os, "wait4"):
+            _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+            # ru_maxrss is in KiB on Linux, in bytes on macOS
+            rss = usage.ru_maxrss / (2**20 if sys.platform == "darwin" else 2**10)
+        else:  # pragma: no cover - Windows
+            proc.wait()
+            rss = None
+        wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:] or ["(no output)"]
+        what = " ".join(cmd[2:5])
+        raise BenchError(f"`{what} ...` failed (exit {proc.returncode}): {tail[0]} [log: {log}]")
+    return wall, rss
+
+
+def mtkit(*args: str) -> list[str]:
+    return [sys.executable, "-m", "mtkit", *args]
+
+
+# ------------------------------------------------------------------------------------------- machine
+def machine_info() -> dict[str, Any]:
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        allowed = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS
+        allowed = os.cpu_count()
+    info: dict[str, Any] = {
+        "cpu": cpu, "cpu_count": os.cpu_count(), "cpus_allowed": allowed,
+        "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
+        "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        "python": platform.python_version(), "platform": platform.platform(),
+    }
+    try:
+        from mtkit import __version__
+
+        info["mtkit"] = __version__
+    except ImportError:  # pragma: no cover
+        pass
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
+                                text=True, timeout=10)
+        if commit.returncode == 0:
+            info["commit"] = commit.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return info
+
+
+# ---------------------------------------------------------------------------------------------- data
+def corpus_files(data: Path) -> dict[str, Path]:
+    files = {"train_src": data / f"train.{SRC}.gz", "train_tgt": data / f"train.{TGT}.gz",
+             "dev_src": data / f"dev.{SRC}", "dev_tgt": data / f"dev.{TGT}",
+             "test_src": data / f"test.{SRC}", "test_tgt": data / f"test.{TGT}"}
+    for path in files.values():
+        if not path.is_file():
+            raise BenchError(f"{path} not found; set DATA=/path/to/deb-en-de or --data")
+    return files
+
+
+def _open_text(path: Path):
+    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(path, encoding="utf-8")
+
+
+def slice_corpus(files: dict[str, Path], out: Path, sizes: dict[str, int]) -> dict[str, Path]:
+    """The first N lines of each split (for --quick), as plain files under `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    sliced = {}
+    for key, path in files.items():
+        split = key.split("_")[0]
+        target = out / f"{split}.{SRC if key.endswith('src') else TGT}"
+        with _open_text(path) as src, open(target, "w", encoding="utf-8") as dst:
+            for i, line in enumerate(src):
+                if i >= sizes[split]:
+                    break
+                dst.write(line)
+        sliced[key] = target
+    return sliced
+
+
+def count_lines(path: Path) -> int:
+    with _open_text(path) as f:
+        return sum(1 for _ in f)
+
+
+def write_config(arch: str, path: Path, files: dict[str, Path], data_bin: Path, model_dir: Path,
+                 training: dict[str, Any], bpe_vocab: int | None = None) -> Path:
+    """The deb-en-de recipe's config for `arch`, pointed at the bench's data and directories."""
+    cfg = yaml.safe_load((RECIPE / f"{arch}.yaml").read_text(encoding="utf-8"))
+    cfg["data"].update({key: str(p) for key, p in files.items()})
+    cfg["data"]["dir"] = str(data_bin)
+    if bpe_vocab:
+        cfg["bpe"]["vocab_size"] = bpe_vocab
+    cfg["training"].update({"model_dir": str(model_dir), **training})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+    return path
+
+
+# ------------------------------------------------------------------------------------------- prepare
+def bench_prepare(args: argparse.Namespace, files: dict[str, Path]) -> dict[str, Any]:
+    vocab = 1000 if args.quick else _config_value("transformer", "bpe", "vocab_size")
+    cfg = write_config("transformer", args.work / "prepare.yaml", files, args.work / "data-bin",
+                       args.work / "unused", {}, bpe_vocab=vocab)
+    pairs = sum(count_lines(files[f"{split}_src"]) for split in ("train", "dev", "test"))
+    print(f"prepare: {pairs:,} pairs ...", file=sys.stderr, flush=True)
+    wall, rss = run_measured(mtkit("prepare", str(cfg), "--force"), args.work / "logs" / "prepare.log")
+    return {"pairs": pairs, "seconds": round(wall, 2), "pairs_per_s": round(pairs / wall, 1),
+            "peak_rss_mib": _mib(rss), "bpe_vocab": vocab}
+
+
+# --------------------------------------------------------------------------------------------- train
+def throughput(metrics: Path, warmup: int) -> dict[str, float]:
+    """Target tokens/s and updates/s over the logged intervals that start after `warmup` updates.
+
+    Each "train" event carries the rate of its interval (validation pauses excluded) and the elapsed
+    time; the interval's tokens are rate × its duration, so the result is a true tokens/seconds ratio."""
+    events = [json.loads(line) for line in metrics.read_text(encoding="utf-8").splitlines() if line.strip()]
+    train = [e for e in events if e.get("event") == "train"]
+    tokens = seconds = 0.0
+    steps = 0
+    for prev, cur in zip(train, train[1:], strict=False):
+        if prev["step"] < warmup:
+            continue
+        dt = cur["elapsed"] - prev["elapsed"]
+        tokens += cur["tokens_per_s"] * dt
+        seconds += dt
+        steps += cur["step"] - prev["step"]
+    if seconds <= 0:
+        raise BenchError(f"{metrics}: no logged training interval after update {warmup}; raise --steps")
+    return {"tgt_tokens_per_s": round(tokens / seconds, 1), "updates_per_s": round(steps / seconds, 3),
+            "measured_updates": steps, "measured_seconds": round(seconds, 2)}
+
+
+def bench_train(args: argparse.Namespace, files: dict[str, Path]) -> dict[str, Any]:
+    if not (args.work / "data-bin" / "meta.json").is_file():
+        raise BenchError(f"no prepared data in {args.work / 'data-bin'}: run the prepare part first")
+    results = {}
+    total = args.warmup + args.steps
+    log_every = max(1, min(args.log_every, args.steps // 5 or 1))
+    for arch in ARCHS:
+        model_dir = args.work / f"model-{arch}"
+        shutil.rmtree(model_dir, ignore_errors=True)
+        training = {"max_steps": total, "max_time": 0, "max_epochs": 0, "log_every": log_every,
+                    "validate_every": total, "valid_max_sentences": 50, "device": args.device}
+        cfg = write_config(arch, args.work / f"train-{arch}.yaml", files, args.work / "data-bin", model_dir,
+                           training)
+        print(f"train {arch}: {total} updates ({args.warmup} warm-up) ...", file=sys.stderr, flush=True)
+        log = args.work / "logs" / f"train-{arch}.log"
+        wall, rss = run_measured(mtkit("train", str(cfg), "--no-resume"), log)
+        entry = throughput(model_dir / "metrics.jsonl", args.warmup)
+        params = re.search(r"([\d,]+) parameters", log.read_text(encoding="utf-8", errors="replace"))
+        entry.update({"parameters": int(params.group(1).replace(",", "")) if params else None,
+                      "max_tokens": _config_value(arch, "training", "max_tokens"),
+                      "command_seconds": round(wall, 2), "peak_rss_mib": _mib(rss)})
+        results[arch] = entry
+    return results
+
+
+def _config_value(arch: str, section: str, key: str) -> Any:
+    cfg = yaml.safe_load((RECIPE / f"{arch}.yaml").read_text(encoding="utf-8"))
+    return cfg.get(section, {}).get(key)
+
+
+# ----------------------------------------------------------------------------------------- translate
+def translation_models(args: argparse.Namespace) -> dict[str, tuple[Path, bool]]:
+    """name → (model dir, undertrained?)."""
+    if args.model:
+        return {Path(m).name or str(m): (Path(m), False) for m in args.model}
+    recipe = {a: RECIPE / "work" / a for a in ARCHS}
+    if not args.quick and all((d / "checkpoint_best.pt").is_file() for d in recipe.values()):
+        return {a: (d, False) for a, d in recipe.items()}
+    own = {a: args.work / f"model-{a}" for a in ARCHS}
+    if all(any((d / f"checkpoint_{c}.pt").is_file() for c in ("best", "last")) for d in own.values()):
+        return {a: (d, True) for a, d in own.items()}
+    raise BenchError("no model to translate with: give --model DIR, run the deb-en-de recipe, or run the "
+                     "train part first")
+
+
+def bench_translate(args: argparse.Namespace, files: dict[str, Path]) -> dict[str, Any]:
+    source = files["test_src"]
+    sentences = count_lines(source)
+    one_line = args.work / "one-line.txt"
+    with open(source, encoding="utf-8") as f:
+        one_line.write_text(f.readline(), encoding="utf-8")
+    results = {}
+    for name, (model, undertrained) in translation_models(args).items():
+        checkpoint = "best" if (model / "checkpoint_best.pt").is_file() else "last"
+        entry: dict[str, Any] = {"model": str(model), "undertrained": undertrained}
+        for mode, flags in (("greedy", ["--greedy"]), ("beam5", ["--beam", "5"])):
+            base = ["translate", "--model", str(model), "--checkpoint", checkpoint, "--device", args.device,
+                    *flags]
+            print(f"translate {name} {mode}: {sentences:,} sentences ...", file=sys.stderr, flush=True)
+            logs = args.work / "logs"
+            startup, _ = run_measured(mtkit(*base, "-i", str(one_line), "-o", str(args.work / "one.out")),
+                                      logs / f"translate-{name}-{mode}-startup.log")
+            hyp = args.work / f"hyp-{name}.{mode}.{TGT}"
+            wall, rss = run_measured(mtkit(*base, "-i", str(source), "-o", str(hyp)),
+                                     logs / f"translate-{name}-{mode}.log")
+            model_seconds = max(wall - startup, 1e-6)
+            words = sum(len(line.split()) for line in hyp.read_text(encoding="utf-8").splitlines())
+            entry[mode] = {"sentences": sentences, "command_seconds": round(wall, 2),
+                           "sentences_per_s": round(sentences / wall, 2),
+                           "startup_seconds": round(startup, 2),
+                           "model_sentences_per_s": round(sentences / model_seconds, 2),
+                           "output_words_per_s": round(words / model_seconds, 1),
+                           "peak_rss_mib": _mib(rss)}
+        results[name] = entry
+    return results
+
+
+# ----------------------------------------------------------------------------------------- reporting
+def _mib(rss: float | None) -> float | None:
+    return None if rss is None else round(rss, 1)
+
+
+def _fmt(value: Any, spec: str = ",.1f") -> str:
+    return "—" if value is None else format(value, spec)
+
+
+def print_table(results: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    m = results.get("machine", {})
+    title = f"mtkit bench: {m.get('cpu')} ({m.get('cpus_allowed')} cores), torch {m.get('torch')}"
+    title += (f", {m['cuda']}" if m.get("cuda") else "") + (" [QUICK]" if results.get("quick") else "")
+    table = Table("part", "what", "throughput", "peak RSS (MiB)", title=title, title_justify="left")
+    if "prepare" in results:
+        p = results["prepare"]
+        table.add_row("prepare", f"{p['pairs']:,} pairs, BPE {p['bpe_vocab']}",
+                      f"{_fmt(p['pairs_per_s'])} pairs/s", _fmt(p["peak_rss_mib"]))
+    for arch, t in results.get("train", {}).items():
+        table.add_row("train", f"{arch} ({_fmt(t['parameters'], ',d')} params)",
+                      f"{_fmt(t['tgt_tokens_per_s'], ',.0f')} tgt tok/s, {t['updates_per_s']:.2f} upd/s",
+                      _fmt(t["peak_rss_mib"]))
+    for name, t in results.get("translate", {}).items():
+        for mode in ("greedy", "beam5"):
+            r = t[mode]
+            note = " (undertrained model)" if t.get("undertrained") else ""
+            table.add_row("translate", f"{name} {mode}, {r['sentences']:,} sentences{note}",
+                          f"{_fmt(r['sentences_per_s'])} sent/s "
+                          f"({_fmt(r['model_sentences_per_s'])} model only)",
+                          _fmt(r["peak_rss_mib"]))
+    Console(soft_wrap=False).print(table)
+
+
+# ---------------------------------------------------------------------------------------------- main
+def default_data() -> Path:
+    return Path(os.environ.get("DATA") or REPO.parent / "shared" / "data" / "deb-en-de")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", type=Path, default=None, help="deb-en-de corpus dir (default: $DATA or "
+                   "../shared/data/deb-en-de beside the repo)")
+    p.add_argument("--only", default="", help=f"comma-separated parts to run: {', '.join(PARTS)}")
+    p.add_argument("--skip", default="", help="comma-separated parts to skip")
+    p.add_argument("--quick", action="store_true", help="smoke run on a slice of the data")
+    p.add_argument("--steps", type=int, default=None, help="measured updates (default 100; quick 10)")
+    p.add_argument("--warmup", type=int, default=None, help="updates before measuring (default 20; quick 4)")
+    p.add_argument("--log-every", type=int, default=10, help="training log interval in updates")
+    p.add_argument("--model", action="append", default=[], help="translate with this model dir (repeatable)")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N, mps")
+    p.add_argument("--work", type=Path, default=REPO / "bench" / "work", help="scratch directory")
+    p.add_argument("--out", type=Path, default=None,
+                   help="results file (default bench/results.json; --quick: WORK/results-quick.json)")
+    args = p.parse_args(argv)
+    args.data = args.data or default_data()
+    args.steps = args.steps if args.steps is not None else (10 if args.quick else 100)
+    args.warmup = args.warmup if args.warmup is not None else (4 if args.quick else 20)
+    if args.steps < 1 or args.warmup < 0:
+        p.error("--steps must be at least 1 and --warmup at least 0")
+    if args.quick:
+        args.work = args.work / "quick"
+    if args.out is None:
+        args.out = args.work / "results-quick.json" if args.quick else REPO / "bench" / "results.json"
+    chosen = [x.strip() for x in args.only.split(",") if x.strip()] or list(PARTS)
+    skipped = [x.strip() for x in args.skip.split(",") if x.strip()]
+    for name in chosen + skipped:
+        if name not in PARTS:
+            p.error(f"unknown part {name!r}: choose from {', '.join(PARTS)}")
+    args.parts = [x for x in PARTS if x in chosen and x not in skipped]
+    return args
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    files = corpus_files(args.data)
+    args.work.mkdir(parents=True, exist_ok=True)
+    if args.quick:
+        files = slice_corpus(files, args.work / "corpus", {"train": 3000, "dev": 50, "test": 50})
+    results: dict[str, Any] = {}
+    if args.out.is_file() and set(args.parts) != set(PARTS):
+        results = json.loads(args.out.read_text(encoding="utf-8"))  # keep the parts not run now
+    results.update({"machine": machine_info(), "data": str(args.data), "quick": args.quick,
+                    "date": _dt.datetime.now().isoformat(timespec="seconds")})
+    stages = {"prepare": bench_prepare, "train": bench_train, "translate": bench_translate}
+    for part in args.parts:
+        results[part] = stages[part](args, files)
+        if part == "train":
+            results["train_settings"] = {"warmup_updates": args.warmup, "measured_updates": args.steps,
+                                         "configs": "recipes/deb-en-de/{transformer,rnn}.yaml"}
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        results = run(args)
+    except BenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    print_table(results)
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

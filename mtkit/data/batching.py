@@ -1,0 +1,156 @@
+"""Token-budget batches over memory-mapped shards: length-sorted, seeded, resumable, DDP-sharded.
+
+A batch's cost is its padded size, ``n_sentences × max(src_len, tgt_len + 1)`` (the +1 is the BOS of
+``tgt_in`` / EOS of ``tgt_out``), and it never exceeds ``max_tokens`` (a single sentence longer than
+the budget forms a batch of its own). Sentences are sorted by that length, with ties broken by a
+permutation drawn from (seed, epoch), so batches hold similar lengths and padding stays small while
+their members still change from epoch to epoch. The order of the batches is then shuffled from the
+same (seed, epoch) generator.
+
+Resumption needs no saved list: the position is (epoch, index of the next batch), and
+``epoch_batches(epoch)`` rebuilds the identical list from the seed. Only the length arrays are held
+in memory (numpy); tokens are read from the memmaps when a batch is collated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from mtkit.bpe import BOS_ID, EOS_ID, PAD_ID
+from mtkit.data.shards import ParallelData
+
+
+def batch_cost_lengths(src_lengths: np.ndarray, tgt_lengths: np.ndarray) -> np.ndarray:
+    """Per-sentence length that a batch's padded size is counted in: max(src, tgt + 1)."""
+    return np.maximum(src_lengths.astype(np.int64), tgt_lengths.astype(np.int64) + 1)
+
+
+def pack_sorted(order: np.ndarray, lengths: np.ndarray, max_tokens: int) -> list[np.ndarray]:
+    """Cut `order` (indices sorted by ascending `lengths`) into consecutive batches whose
+    ``count × longest`` stays within ``max_tokens``. Loops over batches, not sentences."""
+    sorted_len = lengths[order]
+    n = len(order)
+    batches: list[np.ndarray] = []
+    i = 0
+    while i < n:
+        # lengths only grow from i on, so no batch starting at i can hold more than this many
+        upper = min(n, i + max(1, max_tokens // max(1, int(sorted_len[i]))))
+        window = sorted_len[i:upper]
+        cost = np.arange(1, len(window) + 1, dtype=np.int64) * window
+        fits = int(np.searchsorted(cost, max_tokens, side="right"))  # cost is non-decreasing
+        end = i + max(1, fits)
+        batches.append(order[i:end])
+        i = end
+    return batches
+
+
+def padding_fraction(batches: list[np.ndarray], src_lengths: np.ndarray, tgt_lengths: np.ndarray) -> float:
+    """Share of padding in the padded src and tgt_in tensors of these batches."""
+    real = padded = 0
+    for b in batches:
+        s, t = src_lengths[b], tgt_lengths[b] + 1
+        real += int(s.sum()) + int(t.sum())
+        padded += len(b) * (int(s.max()) + int(t.max()))
+    return 1.0 - real / padded if padded else 0.0
+
+
+class TokenBatchSampler:
+    """Deterministic per-epoch batch lists for training (or a fixed, unshuffled list for dev).
+
+    ``rank``/``world_size`` shard the list for DistributedDataParallel: the list is padded by
+    repeating its first batches until its length divides by ``world_size``, and rank r takes
+    batches r, r + world_size, ... so every rank runs the same number of steps.
+    """
+
+    def __init__(self, src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: int, seed: int = 1,
+                 shuffle: bool = True, rank: int = 0, world_size: int = 1):
+        if max_tokens < 1:
+            raise ValueError("max_tokens must be positive")
+        self.src_lengths = np.asarray(src_lengths, dtype=np.int64)
+        self.tgt_lengths = np.asarray(tgt_lengths, dtype=np.int64)
+        self.lengths = batch_cost_lengths(self.src_lengths, self.tgt_lengths)
+        self.max_tokens = max_tokens
+        self.seed = seed
+        self.shuffle = shuffle
+        self.rank = rank
+        self.world_size = world_size
+        self._cache: tuple[int, list[np.ndarray]] | None = None
+
+    def __len__(self) -> int:
+        """Batches per epoch for this rank (the count does not depend on the epoch's shuffle)."""
+        return len(self.epoch_batches(0))
+
+    def _all_batches(self, epoch: int) -> list[np.ndarray]:
+        if not self.shuffle:
+            order = np.argsort(self.lengths, kind="stable")
+            return pack_sorted(order, self.lengths, self.max_tokens)
+        rng = np.random.default_rng([self.seed, epoch])
+        perm = rng.permutation(len(self.lengths))
+        order = perm[np.argsort(self.lengths[perm], kind="stable")]
+        batches = pack_sorted(order, self.lengths, self.max_tokens)
+        return [batches[i] for i in rng.permutation(len(batches))]
+
+    def epoch_batches(self, epoch: int) -> list[np.ndarray]:
+        """This rank's batches (arrays of sentence indices) for `epoch`, always the same list."""
+        if self._cache is not None and self._cache[0] == epoch:
+            return self._cache[1]
+        batches = self._all_batches(epoch)
+        if self.world_size > 1 and batches:
+            short = (-len(batches)) % self.world_size
+            batches = batches + [batches[i % len(batches)] for i in range(short)]
+            batches = batches[self.rank::self.world_size]
+        self._cache = (epoch, batches)
+        return batches
+
+    def padding_fraction(self, epoch: int = 0) -> float:
+        return padding_fraction(self.epoch_batches(epoch), self.src_lengths, self.tgt_lengths)
+
+
+@dataclass
+class Batch:
+    """A collated batch. ``ids`` are the sentence indices in the split (to restore order)."""
+
+    ids: np.ndarray
+    src: torch.Tensor  # [B, S] PAD-padded
+    tgt_in: torch.Tensor  # [B, T] BOS + tgt
+    tgt_out: torch.Tensor  # [B, T] tgt + EOS
+    num_tgt_tokens: int  # non-padding positions of tgt_out (EOS included)
+    num_src_tokens: int
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> Batch:
+        return Batch(self.ids, self.src.to(device, non_blocking=non_blocking),
+                     self.tgt_in.to(device, non_blocking=non_blocking),
+                     self.tgt_out.to(device, non_blocking=non_blocking),
+                     self.num_tgt_tokens, self.num_src_tokens)
+
+    def pin_memory(self) -> Batch:
+        return Batch(self.ids, self.src.pin_memory(), self.tgt_in.pin_memory(), self.tgt_out.pin_memory(),
+                     self.num_tgt_tokens, self.num_src_tokens)
+
+
+def collate(data: ParallelData, ids: np.ndarray) -> Batch:
+    """Read sentences `ids` from the memmaps into padded tensors (src; BOS+tgt; tgt+EOS)."""
+    src_off, tgt_off = data.src.offsets, data.tgt.offsets
+    src_len = (src_off[ids + 1] - src_off[ids]).astype(np.int64)
+    tgt_len = (tgt_off[ids + 1] - tgt_off[ids]).astype(np.int64)
+    n = len(ids)
+    src = np.full((n, max(1, int(src_len.max()))), PAD_ID, dtype=np.int64)
+    tgt_in = np.full((n, int(tgt_len.max()) + 1), PAD_ID, dtype=np.int64)
+    tgt_out = np.full_like(tgt_in, PAD_ID)
+    tgt_in[:, 0] = BOS_ID
+    for row, i in enumerate(ids):
+        s, t = data.src[i], data.tgt[i]
+        src[row, : len(s)] = s
+        tgt_in[row, 1 : len(t) + 1] = t
+        tgt_out[row, : len(t)] = t
+    tgt_out[np.arange(n), tgt_len] = EOS_ID
+    return Batch(np.asarray(ids), torch.from_numpy(src), torch.from_numpy(tgt_in), torch.from_numpy(tgt_out),
+                 int(tgt_len.sum()) + n, int(src_len.sum()))
+
+
+def sampler_for(data: ParallelData, max_tokens: int, seed: int = 1, shuffle: bool = True,
+                rank: int = 0, world_size: int = 1) -> TokenBatchSampler:
+    return TokenBatchSampler(data.src.lengths, data.tgt.lengths, max_tokens, seed, shuffle, rank, world_size)

@@ -1,0 +1,402 @@
+"""`mtkit prepare`: raw parallel text → checked, filtered, BPE-encoded shards plus meta.json.
+
+The stage streams: lines are read, encoded in batches (sentencepiece encodes a batch on all cores) and
+appended to the shard files, so memory holds one batch and the output offsets, never a corpus.
+Steps, cheapest and most likely to fail first, so a bad corpus is rejected in seconds:
+
+1. scan every input pair once at block speed: equal line counts, valid UTF-8 (file:line named);
+2. train the BPE model(s) on the training text, or copy the given ones into the data directory;
+3. encode each split, drop bad training pairs (counted by reason), write shards;
+4. write the resolved config, then meta.json last: a directory without meta.json is incomplete.
+
+A fingerprint of the data/bpe config sections and of each input file's path, size and mtime is kept
+in meta.json; re-running with the same fingerprint does nothing. BPE training has its own
+fingerprint (bpe.fingerprint), so changing only a filter setting re-encodes without retraining.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.text import Text
+
+from mtkit import __version__
+from mtkit.bpe import Bpe, train_bpe
+from mtkit.config import Config, DataConfig, save_config
+from mtkit.data.shards import ShardWriter, read_meta, token_dtype, write_meta
+from mtkit.errors import ConfigError, DataError, MtkitError
+from mtkit.textio import read_lines, scan_lines
+
+PREPARE_VERSION = 1  # bump when the output format changes, so old data dirs are rebuilt
+SPLITS = ("train", "dev", "test")
+SIDES = ("src", "tgt")
+REASONS = ("empty", "too_long", "too_short", "ratio")
+REASON_TEXT = {
+    "empty": "an empty side",
+    "too_long": "more than data.max_len tokens",
+    "too_short": "fewer than data.min_len tokens",
+    "ratio": "length ratio above data.max_len_ratio",
+}
+CHUNK_LINES = 10_000  # pairs encoded per sentencepiece call: big enough for its threads, small in memory
+BPE_STAMP = "bpe.fingerprint"
+
+
+@dataclass
+class SplitInput:
+    name: str
+    src: str
+    tgt: str
+    lines: int = 0
+
+
+@dataclass
+class SplitStats:
+    """What happened to one split: the numbers in the summary and in meta.json."""
+
+    input_sentences: int = 0
+    sentences: int = 0
+    src_tokens: int = 0
+    tgt_tokens: int = 0
+    dropped: Counter = field(default_factory=Counter)
+    empty_kept: int = 0  # dev/test pairs with an empty side, kept so line numbers match the raw files
+    seconds: float = 0.0
+
+    def as_meta(self) -> dict[str, Any]:
+        return {
+            "sentences": self.sentences,
+            "src_tokens": self.src_tokens,
+            "tgt_tokens": self.tgt_tokens,
+            "input_sentences": self.input_sentences,
+            "dropped": {r: self.dropped[r] for r in REASONS if self.dropped[r]},
+            "empty_kept": self.empty_kept,
+        }
+
+
+# ---------------------------------------------------------------------------------------- the stage
+def prepare(cfg: Config, force: bool = False, console: Console | None = None) -> dict[str, Any]:
+    """Build (or confirm up to date) the data directory `cfg.data.dir`; returns its meta.json dict."""
+    console = console or Console(stderr=True, soft_wrap=True)
+    splits = input_splits(cfg.data)
+    bpe_plan(cfg, splits[0])  # config mistakes surface before any work
+    out = Path(cfg.data.dir)
+    fp = fingerprint(cfg, splits)
+    if not force and is_up_to_date(out, fp):
+        console.print(f"{out}: up to date (inputs and data/bpe config unchanged); use --force to rebuild")
+        return read_meta(out)
+
+    started = time.perf_counter()
+    for s in splits:  # read-only checks first: a failure here leaves an existing data dir intact
+        s.lines = check_pair(s)
+    if out.exists() and not out.is_dir():
+        raise DataError(f"data.dir {out} exists and is not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    _invalidate(out)
+
+    bpe_started = time.perf_counter()
+    (src_name, src_bpe), (tgt_name, tgt_bpe) = prepare_bpe(cfg, splits[0], out, console, retrain=force)
+    bpe_seconds = time.perf_counter() - bpe_started
+
+    dtype = token_dtype(max(len(src_bpe), len(tgt_bpe)))
+    stats: dict[str, SplitStats] = {}
+    with _progress(console) as progress:
+        for s in splits:
+            apply_filter = s.name == "train" or cfg.data.filter_dev
+            stats[s.name] = encode_split(s, src_bpe, tgt_bpe, out, dtype, cfg.data, apply_filter, progress)
+    for s in splits:
+        if stats[s.name].sentences == 0:
+            raise DataError(f"{s.name}: every pair was filtered out of {s.src} / {s.tgt}; "
+                            "check data.max_len, data.min_len and data.max_len_ratio")
+
+    save_config(cfg, out / "config.yaml")
+    meta = {
+        "src_lang": cfg.data.src_lang,
+        "tgt_lang": cfg.data.tgt_lang,
+        "joint": cfg.bpe.joint,
+        "src_bpe": src_name,
+        "tgt_bpe": tgt_name,
+        "src_vocab_size": len(src_bpe),
+        "tgt_vocab_size": len(tgt_bpe),
+        "dtype": dtype.name,
+        "splits": {name: st.as_meta() for name, st in stats.items()},
+        "fingerprint": fp,
+        "mtkit_version": __version__,
+    }
+    write_meta(out, meta)  # last: its presence marks the directory complete
+    _summary(console, out, stats, bpe_seconds, time.perf_counter() - started)
+    return meta
+
+
+# ------------------------------------------------------------------------------------ inputs, checks
+def input_splits(data: DataConfig) -> list[SplitInput]:
+    """The configured (split, src, tgt) triples; train and dev are required, test is optional."""
+    splits = []
+    for name in SPLITS:
+        src, tgt = getattr(data, f"{name}_src"), getattr(data, f"{name}_tgt")
+        if not src and not tgt:
+            if name == "test":
+                continue
+            raise ConfigError(f"data.{name}_src and data.{name}_tgt are not set: "
+                              f"the {name} files are required")
+        if not src or not tgt:
+            given, missing = (f"{name}_src", f"{name}_tgt") if src else (f"{name}_tgt", f"{name}_src")
+            raise ConfigError(f"data.{given} is set but data.{missing} is not: give both sides")
+        splits.append(SplitInput(name, src, tgt))
+    return splits
+
+
+def check_pair(s: SplitInput) -> int:
+    """Both sides: same number of lines, valid UTF-8, not empty. Returns the line count."""
+    n_src, n_tgt = scan_lines(s.src), scan_lines(s.tgt)
+    if n_src != n_tgt:
+        raise DataError(f"{s.src} has {n_src} lines but {s.tgt} has {n_tgt}")
+    if n_src == 0:
+        raise DataError(f"{s.src} and {s.tgt} are empty: the {s.name} split needs at least one pair")
+    return n_src
+
+
+def _file_id(path: str) -> dict[str, Any]:
+    p = Path(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise DataError(f"file not found: {path}") from None
+    except OSError as exc:
+        raise DataError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not p.is_file():
+        raise DataError(f"expected a file but found a directory: {path}")
+    return {"path": str(p.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def _digest(payload: Any) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()[:32]
+
+
+def _given_models(cfg: Config) -> list[str]:
+    b = cfg.bpe
+    return [m for m in ((b.model,) if b.joint else (b.src_model, b.tgt_model)) if m]
+
+
+def fingerprint(cfg: Config, splits: list[SplitInput]) -> str:
+    """Hash of what the outputs depend on: data/bpe settings (not data.dir: a moved data dir stays valid),
+    every input file's resolved path, size and mtime, and any reused BPE model."""
+    data = {k: v for k, v in dataclasses.asdict(cfg.data).items() if k != "dir"}
+    files = [_file_id(p) for s in splits for p in (s.src, s.tgt)]
+    models = [_file_id(m) for m in _given_models(cfg)]
+    return _digest({"version": PREPARE_VERSION, "data": data, "bpe": dataclasses.asdict(cfg.bpe),
+                    "files": files, "models": models})
+
+
+def _shard_files(split: str) -> list[str]:
+    return [f"{split}.{side}.{ext}" for side in SIDES for ext in ("bin", "idx")]
+
+
+def is_up_to_date(out: Path, fp: str) -> bool:
+    if not (out / "meta.json").is_file():
+        return False
+    try:
+        meta = read_meta(out)
+    except DataError:
+        return False
+    if not isinstance(meta, dict) or meta.get("fingerprint") != fp:
+        return False
+    needed = ["config.yaml", meta.get("src_bpe", ""), meta.get("tgt_bpe", "")]
+    needed += [f for split in meta.get("splits", {}) for f in _shard_files(split)]
+    return all(name and (out / name).is_file() for name in needed)
+
+
+def _invalidate(out: Path) -> None:
+    """Remove meta.json first, then shards of any earlier run (a stale test split must not linger)."""
+    (out / "meta.json").unlink(missing_ok=True)
+    for leftover in out.glob(".*.training.*"):  # a BPE training that was killed
+        leftover.unlink(missing_ok=True)
+    for split in SPLITS:
+        for name in _shard_files(split):
+            (out / name).unlink(missing_ok=True)
+            (out / f"{name}.tmp").unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------------------------------------- BPE
+def bpe_plan(cfg: Config, train: SplitInput) -> list[tuple[str, str, list[str]]]:
+    """(file name in the data dir, model to reuse or "", files to train on) for each model needed."""
+    b = cfg.bpe
+    if b.joint and (b.src_model or b.tgt_model):
+        raise ConfigError("bpe.src_model / bpe.tgt_model are for separate models (bpe.joint: false); "
+                          "give a joint model as bpe.model")
+    if not b.joint and b.model:
+        raise ConfigError("bpe.model is a joint model but bpe.joint is false; "
+                          "set bpe.src_model and bpe.tgt_model, or bpe.joint: true")
+    if b.joint:
+        return [("bpe.model", b.model, [train.src, train.tgt])]
+    return [("src.model", b.src_model, [train.src]), ("tgt.model", b.tgt_model, [train.tgt])]
+
+
+def prepare_bpe(cfg: Config, train: SplitInput, out: Path, console: Console,
+                retrain: bool = False) -> tuple[tuple[str, Bpe], tuple[str, Bpe]]:
+    """Train or copy the BPE model(s) into `out`; returns ((src_name, src_bpe), (tgt_name, tgt_bpe)).
+
+    Unless `retrain`, reuses models already in `out` whose own fingerprint (bpe settings + training
+    files) matches, so changing a filter setting does not retrain BPE."""
+    b = cfg.bpe
+    plan = bpe_plan(cfg, train)
+    stamp_path = out / BPE_STAMP
+    stamp = _digest({"version": PREPARE_VERSION, "bpe": dataclasses.asdict(b),
+                     "train": [_file_id(train.src), _file_id(train.tgt)],
+                     "models": [_file_id(m) for m in _given_models(cfg)]})
+    current = stamp_path.read_text(encoding="utf-8").strip() if stamp_path.is_file() else ""
+    if not retrain and current == stamp and all((out / name).is_file() for name, _, _ in plan):
+        console.print(f"reusing the BPE model(s) in {out} (same bpe settings and training files)")
+    else:
+        stamp_path.unlink(missing_ok=True)
+        for name, given, inputs in plan:
+            if given:
+                _copy_model(given, out / name)
+                console.print(f"using BPE model {given} (copied to {out / name})")
+            else:
+                _train_into(name, inputs, out, cfg, console)
+        stamp_path.write_text(stamp + "\n", encoding="utf-8")
+
+    models = [(name, Bpe(out / name)) for name, _, _ in plan]
+    return models[0], models[-1]
+
+
+def _copy_model(given: str, target: Path) -> None:
+    Bpe(given)  # reject a file that is not a model with mtkit's special ids before copying
+    src = Path(given)
+    for suffix in (".model", ".vocab"):
+        a, b = src.with_suffix(suffix), target.with_suffix(suffix)
+        if not a.is_file() or (b.exists() and os.path.samefile(a, b)):
+            continue
+        tmp = b.with_name(b.name + ".tmp")
+        shutil.copyfile(a, tmp)
+        os.replace(tmp, b)
+
+
+def _train_into(name: str, inputs: list[str], out: Path, cfg: Config, console: Console) -> None:
+    b = cfg.bpe
+    started = time.perf_counter()
+    with console.status(f"training BPE {name} (vocab {b.vocab_size}) on {' + '.join(inputs)}"):
+        tmp_prefix = out / f".{Path(name).stem}.training"
+        model = train_bpe(inputs, str(tmp_prefix), b.vocab_size, b.character_coverage,
+                          b.input_sentence_size, b.seed)
+    target = out / name
+    os.replace(model, target)
+    vocab = Path(f"{tmp_prefix}.vocab")
+    if vocab.is_file():
+        os.replace(vocab, target.with_suffix(".vocab"))
+    seconds = time.perf_counter() - started
+    console.print(f"trained BPE {target} ({len(Bpe(target))} pieces) in {seconds:.1f} s")
+
+
+# ------------------------------------------------------------------------------------------ encoding
+def reject_reason(src_len: int, tgt_len: int, data: DataConfig) -> str | None:
+    """Why a training pair is dropped (the first rule it breaks), or None to keep it."""
+    if src_len == 0 or tgt_len == 0:
+        return "empty"
+    if src_len > data.max_len or tgt_len > data.max_len:
+        return "too_long"
+    if src_len < data.min_len or tgt_len < data.min_len:
+        return "too_short"
+    if data.max_len_ratio > 0 and max(src_len, tgt_len) > data.max_len_ratio * min(src_len, tgt_len):
+        return "ratio"
+    return None
+
+
+def encode_split(s: SplitInput, src_bpe: Bpe, tgt_bpe: Bpe, out: Path, dtype: Any, data: DataConfig,
+                 apply_filter: bool, progress: Progress) -> SplitStats:
+    """Stream one split through BPE into its two shards; dev/test keep pairs with an empty side."""
+    started = time.perf_counter()
+    stats = SplitStats()
+    task = progress.add_task(f"{s.name:5}", total=s.lines)
+    writers = {side: ShardWriter(out / f"{s.name}.{side}", dtype) for side in SIDES}
+    # equal lengths were checked by check_pair; a file changed since is caught by the count below
+    pairs = zip(read_lines(s.src), read_lines(s.tgt), strict=False)
+    for batch in _batches(pairs, CHUNK_LINES):
+        src_ids = src_bpe.encode_ids([p[0] for p in batch])
+        tgt_ids = tgt_bpe.encode_ids([p[1] for p in batch])
+        for src, tgt in zip(src_ids, tgt_ids, strict=True):
+            reason = reject_reason(len(src), len(tgt), data) if apply_filter else None
+            if reason is not None:
+                stats.dropped[reason] += 1
+                continue
+            if not src or not tgt:
+                stats.empty_kept += 1
+            writers["src"].add(src)
+            writers["tgt"].add(tgt)
+        stats.input_sentences += len(batch)
+        progress.advance(task, len(batch))
+    for w in writers.values():
+        w.close()
+    if stats.input_sentences != s.lines:  # a file changed under us between the scan and now
+        raise MtkitError(f"{s.src}: read {stats.input_sentences} lines, expected {s.lines} (changed while "
+                         "preparing?)")
+    stats.sentences = len(writers["src"])
+    stats.src_tokens, stats.tgt_tokens = writers["src"].num_tokens, writers["tgt"].num_tokens
+    stats.seconds = time.perf_counter() - started
+    return stats
+
+
+def _batches(pairs: Iterable[tuple[str, str]], size: int) -> Iterator[list[tuple[str, str]]]:
+    batch: list[tuple[str, str]] = []
+    for pair in pairs:
+        batch.append(pair)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+# ----------------------------------------------------------------------------------------- reporting
+class _LinesPerSecond(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text(f"{speed:,.0f} lines/s" if speed else "", style="progress.data.speed")
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), _LinesPerSecond(),
+        TimeElapsedColumn(),
+        console=console, disable=not console.is_terminal,
+    )
+
+
+def _summary(console: Console, out: Path, stats: dict[str, SplitStats], bpe_seconds: float,
+             seconds: float) -> None:
+    """Plain lines rather than a table: they read the same in a terminal and in a log file."""
+    console.print(f"[bold]prepared {out}[/bold]")
+    for name, st in stats.items():
+        dropped = ", ".join(f"{r} {st.dropped[r]:,}" for r in REASONS if st.dropped[r]) or "none"
+        rate = st.input_sentences / st.seconds if st.seconds > 0 else 0.0
+        line = (f"  {name}: {st.input_sentences:,} pairs, kept {st.sentences:,} (dropped: {dropped}); "
+                f"{st.src_tokens:,} src / {st.tgt_tokens:,} tgt tokens; {rate:,.0f} lines/s")
+        if st.empty_kept:
+            line += f"; {st.empty_kept:,} with an empty side kept"
+        console.print(line, highlight=False)
+    reasons = [r for r in REASONS if any(st.dropped[r] for st in stats.values())]
+    if reasons:
+        console.print("  dropped = " + "; ".join(f"{r}: {REASON_TEXT[r]}" for r in reasons), highlight=False)
+    total = sum(st.input_sentences for st in stats.values())
+    encode_seconds = sum(st.seconds for st in stats.values())
+    console.print(f"  done in {seconds:.1f} s (BPE {bpe_seconds:.1f} s; encoding {encode_seconds:.1f} s, "
+                  f"{total / max(encode_seconds, 1e-9):,.0f} lines/s)", highlight=False)

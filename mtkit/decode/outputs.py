@@ -1,0 +1,111 @@
+"""Output formats of `mtkit translate`: plain text, n-best lists, JSON lines, Pharaoh alignments.
+
+Every format keeps the line discipline of the input: plain and JSON write exactly one line per input
+line; n-best writes exactly N lines per input line. Sentence indices are 0-based (as in fairseq and
+Moses n-best lists); warnings about input lines name them 1-based, like ``file:line``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
+from torch import Tensor
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mtkit.decode.translator import Translation
+
+OutputFormat = Literal["text", "nbest", "json"]
+
+# characters that would split one output line into several for some reader (wc, Python, editors)
+_LINE_BREAKS = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """Make sure a translation is written as exactly one line."""
+    return _LINE_BREAKS.sub(" ", text)
+
+
+def alignment_from_attention(attention: Tensor, head: int | str = "avg") -> list[tuple[int, int]]:
+    """Hard alignment from soft attention [H, T, S] whose T rows are the target tokens (callers drop
+    the EOS row): for each target token j, the source token i with the largest weight, heads
+    averaged (or one head)."""
+    weights = select_head(attention, head)
+    if weights.numel() == 0 or weights.size(-1) == 0:
+        return []
+    src_idx = weights.argmax(-1).tolist()
+    return [(int(i), j) for j, i in enumerate(src_idx)]
+
+
+def select_head(attention: Tensor, head: int | str = "avg") -> Tensor:
+    """[H, T, S] → [T, S]: the average over heads, or head number ``head`` (negative counts back)."""
+    if head == "avg":
+        return attention.float().mean(0)
+    h = int(head)
+    if not -attention.size(0) <= h < attention.size(0):
+        from mtkit.errors import ConfigError
+
+        heads = attention.size(0)
+        raise ConfigError(f"--attention-head {h}: the model has {heads} heads (0..{heads - 1})")
+    return attention[h].float()
+
+
+def pharaoh(alignment: Sequence[tuple[int, int]]) -> str:
+    """``i-j`` pairs (source index i, target index j, 0-based), space-separated."""
+    return " ".join(f"{i}-{j}" for i, j in alignment)
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def format_translation(tr: Translation, fmt: OutputFormat = "text", nbest: int = 1,
+                       alignment: bool = False) -> list[str]:
+    """The output lines of one input line (one line, or ``nbest`` lines for the n-best format)."""
+    if fmt == "json":
+        return [json.dumps(_json_record(tr, nbest), ensure_ascii=False)]
+    if fmt == "nbest":
+        lines = []
+        hyps = list(tr.hypotheses)
+        for rank in range(nbest):
+            if hyps:
+                hyp = hyps[min(rank, len(hyps) - 1)]  # pad with the last when fewer were found
+                line = f"{tr.index}\t{hyp.score:.4f}\t{one_line(hyp.text)}"
+                if alignment:
+                    line += "\t" + pharaoh(hyp.alignment or [])
+            else:  # empty input line
+                line = f"{tr.index}\t0.0000\t" + ("\t" if alignment else "")
+            lines.append(line)
+        return lines
+    text = one_line(tr.text)
+    if alignment:
+        best = tr.hypotheses[0].alignment if tr.hypotheses else None
+        text += "\t" + pharaoh(best or [])
+    return [text]
+
+
+def _json_record(tr: Translation, nbest: int) -> dict:
+    def hyp_record(h) -> dict:
+        return {
+            "text": one_line(h.text),
+            "score": _finite(h.score),
+            "log_prob": _finite(h.log_prob),
+            "tokens": h.tokens,
+            "alignment": pharaoh(h.alignment) if h.alignment is not None else None,
+        }
+
+    record: dict = {"index": tr.index, "source": tr.source, "source_tokens": tr.source_tokens}
+    if tr.hypotheses:
+        record.update(hyp_record(tr.hypotheses[0]))
+    else:
+        record.update({"text": "", "score": 0.0, "log_prob": 0.0, "tokens": [], "alignment": ""})
+    if nbest > 1:
+        record["nbest"] = [hyp_record(h) for h in tr.hypotheses[:nbest]]
+    return record
+
+
+__all__ = ["OutputFormat", "alignment_from_attention", "format_translation", "one_line", "pharaoh",
+           "select_head"]

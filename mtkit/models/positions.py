@@ -1,0 +1,99 @@
+"""Position information for the Transformer: fixed sinusoids, learned embeddings, relative (Shaw 2018).
+
+Absolute positions (sinusoidal, learned) are added to the scaled token embeddings; relative positions
+live inside self-attention instead, as learned vectors for the clipped distance between the query and
+the key, added to the keys (scores) and to the values (outputs).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from mtkit.errors import MtkitError
+
+
+class SinusoidalPositions(nn.Module):
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...), as in the paper.
+
+    The table is a non-persistent buffer that grows on demand, so any length works (translate may see
+    inputs longer than anything in training) and checkpoints do not carry it.
+    """
+
+    def __init__(self, dim: int, initial_length: int = 256) -> None:
+        super().__init__()
+        self.dim = dim
+        self.register_buffer("table", self._make(initial_length, torch.device("cpu")), persistent=False)
+
+    def _make(self, length: int, device: torch.device) -> Tensor:
+        position = torch.arange(length, dtype=torch.float32, device=device).unsqueeze(1)
+        inv_freq = torch.exp(
+            torch.arange(0, self.dim, 2, dtype=torch.float32, device=device) * (-math.log(10000.0) / self.dim)
+        )
+        table = torch.zeros(length, self.dim, device=device)
+        table[:, 0::2] = torch.sin(position * inv_freq)
+        table[:, 1::2] = torch.cos(position * inv_freq[: self.dim // 2])
+        return table
+
+    def _ensure(self, length: int) -> None:
+        if length > self.table.size(0):
+            self.table = self._make(max(length, 2 * self.table.size(0)), self.table.device)
+
+    def forward(self, length: int, offset: int = 0) -> Tensor:
+        """Encodings of positions offset … offset+length-1: [length, dim]."""
+        self._ensure(offset + length)
+        return self.table[offset: offset + length]
+
+
+class LearnedPositions(nn.Module):
+    """One learned vector per absolute position, up to ``max_positions``."""
+
+    def __init__(self, dim: int, max_positions: int) -> None:
+        super().__init__()
+        self.max_positions = max_positions
+        self.embedding = nn.Embedding(max_positions, dim)
+        nn.init.normal_(self.embedding.weight, std=dim ** -0.5)
+
+    def forward(self, length: int, offset: int = 0) -> Tensor:
+        if offset + length > self.max_positions:
+            raise MtkitError(
+                f"a sequence of {offset + length} tokens is longer than model.max_positions="
+                f"{self.max_positions} (learned positions); split the input or retrain with a larger value"
+            )
+        return self.embedding.weight[offset: offset + length]
+
+
+class RelativePositions(nn.Module):
+    """Shaw, Uszkoreit & Vaswani (2018): learned a^K, a^V for distances clip(j - i, -δ, δ).
+
+    One pair of tables per attention layer, shared by the heads (as in the paper). ``relative_index``
+    maps (query i, key j) to a row of the tables; the attention adds q_i·a^K_ij to the score and
+    Σ_j α_ij a^V_ij to the output.
+    """
+
+    def __init__(self, head_dim: int, max_distance: int) -> None:
+        super().__init__()
+        self.max_distance = max_distance
+        self.key_table = nn.Embedding(2 * max_distance + 1, head_dim)
+        self.value_table = nn.Embedding(2 * max_distance + 1, head_dim)
+        nn.init.normal_(self.key_table.weight, std=head_dim ** -0.5)
+        nn.init.normal_(self.value_table.weight, std=head_dim ** -0.5)
+
+    def relative_index(self, q_len: int, k_len: int, q_offset: int, device: torch.device) -> Tensor:
+        """[q_len, k_len] row indices for queries at q_offset… and keys at 0…k_len-1."""
+        q_pos = torch.arange(q_offset, q_offset + q_len, device=device).unsqueeze(1)
+        k_pos = torch.arange(k_len, device=device).unsqueeze(0)
+        return (k_pos - q_pos).clamp(-self.max_distance, self.max_distance) + self.max_distance
+
+    def key_scores(self, q: Tensor, index: Tensor) -> Tensor:
+        """q [B, H, T, dk] → q_i·a^K_{ij} as [B, H, T, S] (one small matmul, then a gather)."""
+        per_bucket = torch.matmul(q, self.key_table.weight.to(q.dtype).t())  # [B, H, T, 2δ+1]
+        return per_bucket.gather(-1, index.expand(*q.shape[:2], *index.shape))
+
+    def value_output(self, weights: Tensor, index: Tensor) -> Tensor:
+        """weights [B, H, T, S] → Σ_j α_ij a^V_ij as [B, H, T, dk] (bucket the weights, then a matmul)."""
+        buckets = weights.new_zeros(*weights.shape[:-1], self.value_table.num_embeddings)
+        buckets.scatter_add_(-1, index.expand(*weights.shape[:2], *index.shape), weights)
+        return torch.matmul(buckets, self.value_table.weight.to(weights.dtype))

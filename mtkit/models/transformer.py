@@ -1,0 +1,267 @@
+"""The Transformer (Vaswani et al. 2017) behind the ``Seq2Seq`` interface.
+
+Training runs each sublayer over the whole sequence through SDPA (causal masking by ``is_causal``).
+Decoding keeps a per-layer key/value cache of the decoder self-attention, and the encoder-decoder keys
+and values of every layer are projected once in ``encode``, so a ``step`` only processes one new
+token: three small matmuls per sublayer and the output projection of that single position.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from mtkit.bpe import PAD_ID
+from mtkit.config import ModelConfig
+from mtkit.models.attention import MultiHeadAttention, additive_key_mask
+from mtkit.models.base import EncoderOutput, Seq2Seq, log_softmax_float
+from mtkit.models.positions import LearnedPositions, RelativePositions, SinusoidalPositions
+
+
+class FeedForward(nn.Module):
+    """FFN(x) = W2 act(W1 x + b1) + b2, with dropout after the activation."""
+
+    def __init__(self, d_model: int, d_ff: int, activation: str, activation_dropout: float) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(d_model, d_ff)
+        self.fc2 = nn.Linear(d_ff, d_model)
+        self.act = F.gelu if activation == "gelu" else F.relu
+        self.activation_dropout = activation_dropout
+        for fc in (self.fc1, self.fc2):
+            nn.init.xavier_uniform_(fc.weight)
+            nn.init.zeros_(fc.bias)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.act(self.fc1(x))
+        if self.activation_dropout > 0 and self.training:
+            h = F.dropout(h, self.activation_dropout, True)
+        return self.fc2(h)
+
+
+def _relative(cfg: ModelConfig) -> RelativePositions | None:
+    if cfg.positions != "relative":
+        return None
+    return RelativePositions(cfg.d_model // cfg.heads, cfg.max_relative_distance)
+
+
+class _Residual(nn.Module):
+    """Wraps a sublayer with dropout, the residual connection and LayerNorm (post- or pre-norm)."""
+
+    def __init__(self, d_model: int, dropout: float, pre_norm: bool) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model)
+        self.dropout = dropout
+        self.pre_norm = pre_norm
+
+    def before(self, x: Tensor) -> Tensor:
+        return self.norm(x) if self.pre_norm else x
+
+    def after(self, residual: Tensor, y: Tensor) -> Tensor:
+        if self.dropout > 0 and self.training:
+            y = F.dropout(y, self.dropout, True)
+        return residual + y if self.pre_norm else self.norm(residual + y)
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        pre = cfg.norm == "pre"
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.heads, cfg.attention_dropout, True, _relative(cfg))
+        self.self_res = _Residual(cfg.d_model, cfg.dropout, pre)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.activation_dropout)
+        self.ffn_res = _Residual(cfg.d_model, cfg.dropout, pre)
+
+    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+        y, _ = self.self_attn.forward_self(self.self_res.before(x), mask)
+        x = self.self_res.after(x, y)
+        return self.ffn_res.after(x, self.ffn(self.ffn_res.before(x)))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        pre = cfg.norm == "pre"
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.heads, cfg.attention_dropout, True, _relative(cfg))
+        self.self_res = _Residual(cfg.d_model, cfg.dropout, pre)
+        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.heads, cfg.attention_dropout, False)
+        self.cross_res = _Residual(cfg.d_model, cfg.dropout, pre)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.activation_dropout)
+        self.ffn_res = _Residual(cfg.d_model, cfg.dropout, pre)
+
+    def forward(self, x: Tensor, memory: Tensor, mask: Tensor, need_weights: bool = False
+                ) -> tuple[Tensor, Tensor | None]:
+        y, _ = self.self_attn.forward_self(self.self_res.before(x), causal=True)
+        x = self.self_res.after(x, y)
+        keys, values = self.cross_attn.project_memory(memory)
+        y, weights = self.cross_attn.forward_cross(self.cross_res.before(x), keys, values, mask, need_weights)
+        x = self.cross_res.after(x, y)
+        return self.ffn_res.after(x, self.ffn(self.ffn_res.before(x))), weights
+
+    def step(self, x: Tensor, cache: Tensor, length: int, keys: Tensor, values: Tensor, mask: Tensor,
+             need_weights: bool) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        y, new_kv = self.self_attn.forward_self_step(self.self_res.before(x), cache, length)
+        x = self.self_res.after(x, y)
+        y, weights = self.cross_attn.forward_cross(self.cross_res.before(x), keys, values, mask, need_weights)
+        x = self.cross_res.after(x, y)
+        return self.ffn_res.after(x, self.ffn(self.ffn_res.before(x))), new_kv, weights
+
+
+@dataclass
+class TransformerState:
+    """Decoder self-attention cache of all layers, time-major: [capacity, 2 (key, value), layers, B, H, dk].
+
+    Positions < ``length`` are filled. Time-major keeps the filled part a contiguous prefix, so a
+    beam reorder is one ``index_select`` of exactly that prefix, and a step writes one new slot in
+    place instead of concatenating the whole history. (``step`` may therefore update the cache of
+    the state it is given; use the returned state afterwards, not the old one.)
+    """
+
+    cache: Tensor
+    length: int = 0
+
+
+class Transformer(Seq2Seq):
+    """Encoder-decoder Transformer with post-/pre-norm, sinusoidal/learned/relative positions."""
+
+    def __init__(self, cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int,
+                 joint_vocab: bool = False) -> None:
+        super().__init__()
+        self.cfg = cfg
+        d = cfg.d_model
+        self.d_model = d
+        self.num_attention_heads = cfg.heads
+        self.embed_scale = math.sqrt(d)
+        self.dropout = cfg.dropout
+        self.tgt_embed = self._embedding(tgt_vocab_size, d)
+        share_all = joint_vocab and cfg.share_all_embeddings and src_vocab_size == tgt_vocab_size
+        self.src_embed = self.tgt_embed if share_all else self._embedding(src_vocab_size, d)
+        if cfg.positions == "sinusoidal":
+            self.positions: nn.Module | None = SinusoidalPositions(d)
+        elif cfg.positions == "learned":
+            self.src_positions = LearnedPositions(d, cfg.max_positions)
+            self.positions = LearnedPositions(d, cfg.max_positions)
+        else:
+            self.positions = None
+        self.encoder_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.encoder_layers))
+        self.decoder_layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.decoder_layers))
+        pre = cfg.norm == "pre"
+        self.encoder_norm = nn.LayerNorm(d) if pre else None
+        self.decoder_norm = nn.LayerNorm(d) if pre else None
+        self.output_proj = nn.Linear(d, tgt_vocab_size, bias=False)
+        if cfg.tie_embeddings or share_all:
+            self.output_proj.weight = self.tgt_embed.weight
+        else:
+            nn.init.normal_(self.output_proj.weight, std=d ** -0.5)
+
+    @staticmethod
+    def _embedding(vocab: int, d: int) -> nn.Embedding:
+        emb = nn.Embedding(vocab, d, padding_idx=PAD_ID)
+        nn.init.normal_(emb.weight, std=d ** -0.5)  # × √d in the forward pass → unit scale
+        with torch.no_grad():
+            emb.weight[PAD_ID].zero_()
+        return emb
+
+    # ------------------------------------------------------------------------------ helpers
+    def _embed(self, tokens: Tensor, embedding: nn.Embedding, positions: nn.Module | None,
+               offset: int = 0) -> Tensor:
+        x = embedding(tokens) * self.embed_scale
+        if positions is not None:
+            x = x + positions(tokens.size(1), offset).to(x.dtype)
+        if self.dropout > 0 and self.training:
+            x = F.dropout(x, self.dropout, True)
+        return x
+
+    def _src_positions(self) -> nn.Module | None:
+        return self.src_positions if self.cfg.positions == "learned" else self.positions
+
+    def _encode(self, src: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        src_mask = src.ne(PAD_ID)
+        attn_mask = additive_key_mask(src_mask)
+        x = self._embed(src, self.src_embed, self._src_positions())
+        for layer in self.encoder_layers:
+            x = layer(x, attn_mask)
+        if self.encoder_norm is not None:
+            x = self.encoder_norm(x)
+        return x, src_mask, attn_mask
+
+    def _project(self, x: Tensor) -> Tensor:
+        if self.decoder_norm is not None:
+            x = self.decoder_norm(x)
+        return self.output_proj(x)
+
+    def _layer_index(self, attn_layer: int) -> int:
+        return attn_layer % len(self.decoder_layers)
+
+    # ---------------------------------------------------------------------------- interface
+    def forward(self, src: Tensor, tgt_in: Tensor, need_attention: bool = False,
+                attn_layer: int = -1) -> tuple[Tensor, Tensor | None]:
+        memory, _, attn_mask = self._encode(src)
+        x = self._embed(tgt_in, self.tgt_embed, self.positions)
+        wanted = self._layer_index(attn_layer) if need_attention else -1
+        attention = None
+        for i, layer in enumerate(self.decoder_layers):
+            x, weights = layer(x, memory, attn_mask, need_weights=i == wanted)
+            if weights is not None:
+                attention = weights
+        return self._project(x), attention
+
+    def encode(self, src: Tensor) -> EncoderOutput:
+        """Encoder output plus, in ``extra``, the additive source mask and every decoder layer's
+        encoder-decoder keys and values: (mask, k_0, v_0, k_1, v_1, …)."""
+        memory, src_mask, attn_mask = self._encode(src)
+        extra: list[Tensor] = [attn_mask]
+        for layer in self.decoder_layers:
+            extra.extend(layer.cross_attn.project_memory(memory, contiguous=True))
+        return EncoderOutput(memory, src_mask, tuple(extra))
+
+    def _empty_cache(self, capacity: int, batch: int, like: Tensor) -> Tensor:
+        heads = self.cfg.heads
+        return like.new_empty(capacity, 2, len(self.decoder_layers), batch, heads, self.d_model // heads)
+
+    def init_state(self, enc: EncoderOutput) -> TransformerState:
+        # room for a typical output (max_len_a·S + max_len_b) without growing
+        capacity = int(1.25 * enc.memory.size(1)) + 16
+        return TransformerState(self._empty_cache(capacity, enc.memory.size(0), enc.extra[1]), 0)
+
+    def step(self, prev_tokens: Tensor, state: TransformerState, enc: EncoderOutput,
+             need_attention: bool = False, attn_layer: int = -1
+             ) -> tuple[Tensor, TransformerState, Tensor | None]:
+        length, cache = state.length, state.cache
+        if length == cache.size(0) and not torch.is_grad_enabled():  # out of room: double the capacity
+            grown = self._empty_cache(2 * length, cache.size(3), cache)
+            grown[:length] = cache
+            cache = grown
+        x = self._embed(prev_tokens.unsqueeze(1), self.tgt_embed, self.positions, length)
+        extra = enc.extra
+        mask = extra[0]
+        wanted = self._layer_index(attn_layer) if need_attention else -1
+        new_kv = []
+        attention = None
+        for i, layer in enumerate(self.decoder_layers):
+            x, kv, weights = layer.step(x, cache[:, :, i], length, extra[1 + 2 * i], extra[2 + 2 * i], mask,
+                                        i == wanted)
+            new_kv.append(kv)
+            if weights is not None:
+                attention = weights[:, :, 0]
+        if new_kv[0] is not None:  # autograd on: build the longer cache functionally
+            cache = torch.cat((cache[:length], torch.stack(new_kv, dim=1).unsqueeze(0)), dim=0)
+        log_probs = log_softmax_float(self._project(x[:, 0]))
+        return log_probs, TransformerState(cache, length + 1), attention
+
+    def reorder_state(self, state: TransformerState, index: Tensor) -> TransformerState:
+        cache = state.cache
+        reordered = self._empty_cache(cache.size(0), index.numel(), cache)
+        if state.length:
+            torch.index_select(cache[: state.length], 3, index, out=reordered[: state.length])
+        return TransformerState(reordered, state.length)
+
+    def reorder_encoder(self, enc: EncoderOutput, index: Tensor) -> EncoderOutput:
+        extra = tuple(t.index_select(0, index) for t in enc.extra)
+        return EncoderOutput(enc.memory.index_select(0, index), enc.src_mask.index_select(0, index), extra)
+
+
+__all__ = ["Transformer", "TransformerState"]

@@ -1,0 +1,107 @@
+"""torchrun / DistributedDataParallel setup and teardown.
+
+``torchrun --nproc_per_node=N -m mtkit train CONFIG`` sets RANK, WORLD_SIZE, LOCAL_RANK (and
+MASTER_ADDR/PORT); ``init_distributed`` reads them, picks NCCL on CUDA and gloo on CPU, and binds
+each process to ``cuda:LOCAL_RANK``. Without those variables training runs as a single process.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from mtkit.errors import MtkitError
+
+
+@dataclass
+class DistInfo:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    local_world_size: int = 1
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise MtkitError(f"environment variable {name}={value!r} is not an integer") from None
+
+
+def dist_info_from_env() -> DistInfo:
+    world = _env_int("WORLD_SIZE", 1)
+    return DistInfo(rank=_env_int("RANK", 0), world_size=world, local_rank=_env_int("LOCAL_RANK", 0),
+                    local_world_size=_env_int("LOCAL_WORLD_SIZE", world))
+
+
+def resolve_device(name: str, info: DistInfo) -> torch.device:
+    """auto → cuda (this process's local rank), else mps, else cpu; explicit names are checked."""
+    if name == "auto":
+        if torch.cuda.is_available():
+            name = "cuda"
+        elif getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            name = "mps"
+        else:
+            name = "cpu"
+    if name.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise MtkitError(f"training.device={name} but CUDA is not available (use cpu or auto)")
+        if name == "cuda":
+            index = info.local_rank if info.enabled else torch.cuda.current_device()
+            if index >= torch.cuda.device_count():
+                raise MtkitError(f"LOCAL_RANK {index} but only {torch.cuda.device_count()} GPU(s) visible")
+            name = f"cuda:{index}"
+        device = torch.device(name)
+        torch.cuda.set_device(device)
+        return device
+    if name == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+        raise MtkitError("training.device=mps but MPS is not available")
+    if name not in ("cpu", "mps"):
+        raise MtkitError(f"training.device: unknown device {name!r} (auto, cpu, cuda, cuda:N, mps)")
+    return torch.device(name)
+
+
+def init_distributed(info: DistInfo, device: torch.device) -> None:
+    if not info.enabled or dist.is_initialized():
+        return
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    try:
+        kwargs = {"device_id": device} if backend == "nccl" else {}
+        dist.init_process_group(backend=backend, rank=info.rank, world_size=info.world_size, **kwargs)
+    except (RuntimeError, ValueError) as exc:
+        raise MtkitError(f"cannot initialise distributed training ({backend}): {exc}") from None
+
+
+def shutdown_distributed() -> None:
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def all_reduce_sum(tensor: torch.Tensor, info: DistInfo) -> torch.Tensor:
+    """Sum a tensor over ranks in place (no-op for one process)."""
+    if info.enabled:
+        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+    return tensor
+
+
+def broadcast_object(obj: object, info: DistInfo) -> object:
+    """Rank 0's value on every rank (e.g. the early-stopping decision)."""
+    if not info.enabled:
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]

@@ -1,0 +1,559 @@
+"""`mtkit train`: the training loop.
+
+One update = ``update_freq`` token-budget batches: forward under autocast, label-smoothed loss summed
+over target tokens, backward; then the gradients are divided by the number of target tokens of the
+whole update (all batches, all ranks), clipped, and the fused Adam step is taken — skipped on device
+when the gradient is not finite. Nothing is read back from the accelerator per update: loss sums
+and the non-finite counters stay tensors until the next log line.
+
+The position in the data is (epoch, index of the next batch); together with the model, optimizer,
+schedule, RNG states and validation history it goes into ``checkpoint_last.pt``, so a resumed run
+continues exactly where the last checkpoint was taken. Dropout is reseeded from (seed, rank, update)
+before every update, which keeps a resumed run identical to an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from mtkit.bpe import PAD_ID, Bpe
+from mtkit.config import Config, TrainingConfig, from_dict, save_config, to_dict
+from mtkit.data.batching import Batch, TokenBatchSampler, collate, sampler_for
+from mtkit.data.shards import ParallelData, write_meta
+from mtkit.errors import CheckpointError, ConfigError, DataError, MtkitError
+from mtkit.models import build_model
+from mtkit.textio import warn
+from mtkit.train.checkpoint import (
+    capture_rng_state,
+    checkpoint_step,
+    load_checkpoint,
+    restore_rng_state,
+    save_checkpoint,
+)
+from mtkit.train.curves import MetricsLog
+from mtkit.train.distributed import (
+    DistInfo,
+    all_reduce_sum,
+    broadcast_object,
+    dist_info_from_env,
+    init_distributed,
+    resolve_device,
+    shutdown_distributed,
+)
+from mtkit.train.loss import diversity_penalty, label_smoothed_nll
+from mtkit.train.progress import TrainingDisplay
+from mtkit.train.sampling import gold_probability, mix_predictions
+from mtkit.train.schedules import LRSchedule, is_improvement
+from mtkit.train.validation import DevSet, build_dev_set, evaluate
+
+
+def train(cfg: Config, resume: bool | None = None) -> None:
+    """Train the model described by `cfg` (resume: True/False, or None = when a checkpoint exists)."""
+    info = dist_info_from_env()
+    device = resolve_device(cfg.training.device, info)
+    init_distributed(info, device)
+    try:
+        Trainer(cfg, info, device, resume).run()
+    finally:
+        shutdown_distributed()
+
+
+def resolve_precision(precision: str, device: torch.device) -> torch.dtype | None:
+    """The autocast dtype (None = fp32)."""
+    if precision == "fp32":
+        return None
+    if precision == "auto":
+        if device.type == "cuda" and torch.cuda.is_bf16_supported():
+            return torch.bfloat16
+        return None
+    if precision == "bf16":
+        if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+            raise ConfigError("training.precision=bf16 but this GPU does not support bfloat16 (use fp16)")
+        return torch.bfloat16
+    if device.type not in ("cuda", "mps"):
+        raise ConfigError("training.precision=fp16 needs a GPU (use bf16 or fp32 on CPU)")
+    return torch.float16
+
+
+def make_optimizer(model: nn.Module, tc: TrainingConfig, device: torch.device) -> torch.optim.Optimizer:
+    """Adam/AdamW; the fused kernel where the device has one (on CPU it is ~7× faster than foreach)."""
+    cls = torch.optim.AdamW if tc.optimizer == "adamw" else torch.optim.Adam
+    kwargs = {"lr": tc.lr, "betas": (tc.betas[0], tc.betas[1]), "eps": tc.eps, "weight_decay": tc.weight_decay}
+    params = [p for p in model.parameters() if p.requires_grad]
+    if device.type in ("cuda", "cpu", "mps"):
+        try:
+            return cls(params, fused=True, **kwargs)
+        except (RuntimeError, ValueError, TypeError):
+            pass
+    return cls(params, **kwargs)
+
+
+def prepare_model_dir(cfg: Config, meta: dict[str, Any], model_dir: Path) -> None:
+    """config.yaml, meta.json and the BPE model(s): everything the Translator needs besides weights."""
+    model_dir.mkdir(parents=True, exist_ok=True)
+    save_config(cfg, model_dir / "config.yaml")
+    write_meta(model_dir, meta)
+    data_dir = Path(cfg.data.dir)
+    for key in ("src_bpe", "tgt_bpe"):
+        name = meta.get(key)
+        if not name:
+            continue
+        for source in (data_dir / name, (data_dir / name).with_suffix(".vocab")):
+            if source.is_file() and source.resolve() != (model_dir / source.name).resolve():
+                shutil.copyfile(source, model_dir / source.name)
+        if not (data_dir / name).is_file():
+            warn(f"BPE model {data_dir / name} not found; the model dir will lack it")
+
+
+class Trainer:
+    def __init__(self, cfg: Config, info: DistInfo, device: torch.device, resume: bool | None):
+        self.cfg, self.tc, self.info, self.device = cfg, cfg.training, info, device
+        tc = self.tc
+        self.model_dir = Path(tc.model_dir)
+        threads = tc.threads or max(1, len(os.sched_getaffinity(0)) // max(1, info.local_world_size))
+        torch.set_num_threads(threads)
+        self.threads = threads
+
+        self.train_data = ParallelData(cfg.data.dir, "train")
+        if len(self.train_data) == 0:
+            raise DataError(f"{cfg.data.dir}: the training split is empty")
+        self.meta = self.train_data.meta
+        self.tgt_bpe = self._load_tgt_bpe()
+        self.dev: DevSet | None = None
+        if "dev" in self.meta.get("splits", {}) and self.tgt_bpe is not None:
+            dev_data = ParallelData(cfg.data.dir, "dev")
+            if len(dev_data):
+                self.dev = build_dev_set(dev_data, cfg, self.tgt_bpe)
+        if self.dev is None and info.is_main:
+            warn("no dev split (or target BPE model): validation only writes checkpoints")
+
+        torch.manual_seed(tc.seed)
+        self.model = build_model(cfg.model, int(self.meta["src_vocab_size"]), int(self.meta["tgt_vocab_size"]),
+                                 bool(self.meta.get("joint", False))).to(device)
+        self.autocast_dtype = resolve_precision(tc.precision, device)
+        self.optimizer = make_optimizer(self.model, tc, device)
+        self.fused = bool(self.optimizer.defaults.get("fused"))
+        self.scaler = (torch.amp.GradScaler(device.type) if self.autocast_dtype == torch.float16 else None)
+        model_dim = cfg.model.d_model if cfg.model.arch == "transformer" else cfg.model.hidden_size
+        self.schedule = LRSchedule(tc, model_dim)
+        self.sampler: TokenBatchSampler = sampler_for(self.train_data, tc.max_tokens, tc.seed, True,
+                                                      info.rank, info.world_size)
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+
+        # training state (all of it goes into checkpoint_last.pt)
+        self.step, self.epoch, self.batch_index = 0, 1, 0
+        self.elapsed_before = 0.0
+        self.history: list[dict[str, Any]] = []  # step checkpoints on disk: {"step", "score"}
+        self.best: dict[str, Any] | None = None  # {"step", "score"}
+        self.bad_validations = 0
+        self.last_valid: dict[str, Any] | None = None
+        self.validated_step = -1
+
+        resume_step = self._maybe_resume(resume)
+        self.train_model: nn.Module = self.model
+        if info.enabled:
+            from torch.nn.parallel import DistributedDataParallel
+
+            self.train_model = DistributedDataParallel(
+                self.model, device_ids=[device.index] if device.type == "cuda" else None)
+        if tc.compile:
+            self.train_model = torch.compile(self.train_model, dynamic=True)
+        if info.is_main:
+            prepare_model_dir(cfg, self.meta, self.model_dir)
+        self.metrics = MetricsLog(self.model_dir / "metrics.jsonl", resume_step) if info.is_main else None
+        # consecutive / total skipped updates, as device tensors (read on CPU at once, else at log time)
+        self.nonfinite_run = torch.zeros((), device=device)
+        self.nonfinite_worst_run = torch.zeros((), device=device)
+        self.nonfinite_total = torch.zeros((), device=device)
+        self._reset_log_counters()
+
+    # ------------------------------------------------------------------------------------ setup
+    def _load_tgt_bpe(self) -> Bpe | None:
+        name = self.meta.get("tgt_bpe")
+        path = Path(self.cfg.data.dir) / name if name else None
+        return Bpe(path) if path is not None and path.is_file() else None
+
+    def _maybe_resume(self, resume: bool | None) -> int | None:
+        last = self.model_dir / "checkpoint_last.pt"
+        if resume is None:
+            resume = last.is_file()
+        if not resume:
+            if self.info.is_main and last.is_file():
+                warn(f"{self.model_dir} holds checkpoints of an earlier run: starting afresh (--no-resume) "
+                     "and removing its checkpoint files")
+                for p in [last, self.model_dir / "checkpoint_best.pt", *self.model_dir.glob("checkpoint_step*.pt")]:
+                    p.unlink(missing_ok=True)
+            return None
+        if not last.is_file():
+            raise CheckpointError(f"--resume: no checkpoint_last.pt in {self.model_dir}")
+        state = load_checkpoint(last, map_location="cpu")
+        self._load_state(state, last)
+        if self.info.is_main:  # step files newer than the checkpoint came from the interrupted run
+            for p in self.model_dir.glob("checkpoint_step*.pt"):
+                if (checkpoint_step(p) or 0) > self.step:
+                    p.unlink(missing_ok=True)
+            print(f"resuming from {last} at update {self.step} (epoch {self.epoch}, batch {self.batch_index})",
+                  file=sys.stderr, flush=True)
+        return self.step
+
+    def _load_state(self, state: dict[str, Any], path: Path) -> None:
+        for key in ("optimizer", "scheduler", "step", "data_state", "rng"):
+            if key not in state:
+                raise CheckpointError(f"{path}: holds no training state ({key} missing); cannot resume from it")
+        saved_model_cfg = from_dict(state["config"]).model
+        if saved_model_cfg != self.cfg.model:
+            raise CheckpointError(f"{path}: was trained with a different model section of the config; "
+                                  "restore it or train into a new model_dir")
+        try:
+            self.model.load_state_dict(state["model"])
+            self.optimizer.load_state_dict(state["optimizer"])
+        except (RuntimeError, KeyError, ValueError) as exc:
+            raise CheckpointError(f"{path}: does not fit this model ({str(exc).splitlines()[0][:200]})") from None
+        self.schedule.load_state_dict(state["scheduler"])
+        if self.scaler is not None and state.get("scaler"):
+            self.scaler.load_state_dict(state["scaler"])
+        self.step = int(state["step"])
+        data_state = state["data_state"]
+        self.epoch = int(data_state["epoch"])
+        self.batch_index = int(data_state["batch"])
+        saved_world = int(data_state.get("world_size", 1))
+        if saved_world != self.info.world_size:  # same global position, counted in this world's batches
+            self.batch_index = self.batch_index * saved_world // self.info.world_size
+        m = state.get("metrics") or {}
+        self.elapsed_before = float(m.get("elapsed", 0.0))
+        self.history = list(m.get("history", []))
+        self.best = m.get("best")
+        self.bad_validations = int(m.get("bad_validations", 0))
+        self.last_valid = m.get("valid")
+        self.validated_step = int(m.get("validated_step", -1))
+        restore_rng_state(state["rng"])
+
+    # ------------------------------------------------------------------------------ checkpoints
+    def _model_state(self, valid: dict[str, Any] | None) -> dict[str, Any]:
+        return {"model": self.model.state_dict(), "config": to_dict(self.cfg), "vocab": self.meta,
+                "step": self.step, "epoch": self.epoch, "metrics": {"valid": valid}}
+
+    def _save_last(self) -> None:
+        if not self.info.is_main:
+            return
+        state = self._model_state(self.last_valid)
+        state.update({
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.schedule.state_dict(),
+            "scaler": self.scaler.state_dict() if self.scaler is not None else None,
+            "rng": capture_rng_state(),
+            "data_state": {"epoch": self.epoch, "batch": self.batch_index, "world_size": self.info.world_size},
+        })
+        state["metrics"].update({"elapsed": self._elapsed(), "history": self.history, "best": self.best,
+                                 "bad_validations": self.bad_validations, "validated_step": self.validated_step})
+        save_checkpoint(state, self.model_dir / "checkpoint_last.pt")
+
+    def _keep_step_checkpoints(self, valid: dict[str, Any]) -> None:
+        """Write checkpoint_step{N}.pt when it ranks among the best k or the last N; prune the rest."""
+        score = valid.get("score")
+        self.history.append({"step": self.step, "score": score})
+        scored = [h for h in self.history if h["score"] is not None]
+        higher = valid["metric"] in ("bleu", "chrf")
+        by_score = sorted(scored, key=lambda h: (h["score"] if higher else -h["score"], h["step"]), reverse=True)
+        keep = {h["step"] for h in by_score[: self.tc.keep_best]}
+        keep_last = self.tc.keep_last if scored else max(self.tc.keep_last, self.tc.keep_best)
+        keep |= {h["step"] for h in self.history[-keep_last:]} if keep_last else set()
+        if self.step in keep:
+            save_checkpoint(self._model_state(valid), self.model_dir / f"checkpoint_step{self.step}.pt")
+        for h in self.history:
+            if h["step"] not in keep:
+                (self.model_dir / f"checkpoint_step{h['step']}.pt").unlink(missing_ok=True)
+        self.history = [h for h in self.history if h["step"] in keep]
+
+    # ------------------------------------------------------------------------------- validation
+    def _autocast(self) -> contextlib.AbstractContextManager:
+        if self.autocast_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device.type, dtype=self.autocast_dtype)
+
+    def _validate(self) -> bool:
+        """Evaluate on dev (rank 0), keep checkpoints, update plateau/early stopping; True = stop."""
+        start = time.monotonic()
+        metric = self.tc.valid_metric
+        result: dict[str, Any] = {}
+        if self.info.is_main and self.dev is not None:
+            assert self.tgt_bpe is not None
+            result = evaluate(self.model, self.dev, self.cfg, self.device, self._autocast(), self.tgt_bpe)
+        result = broadcast_object(result, self.info)  # type: ignore[assignment]
+        score = result.get(f"dev_{metric}")
+        valid = {"metric": metric, "score": score, **result}
+        stop = False
+        if score is not None:
+            self.schedule.observe(score)
+            if self.best is None or is_improvement(metric, score, self.best["score"]):
+                self.best = {"step": self.step, "score": score}
+                self.bad_validations = 0
+            else:
+                self.bad_validations += 1
+                stop = self.tc.patience > 0 and self.bad_validations >= self.tc.patience
+        self.last_valid = valid
+        self.validated_step = self.step
+        if self.info.is_main:
+            self._keep_step_checkpoints(valid)
+            step_file = self.model_dir / f"checkpoint_step{self.step}.pt"
+            if (self.best is None or self.best["step"] == self.step) and step_file.is_file():
+                tmp = self.model_dir / ".checkpoint_best.pt.tmp"
+                shutil.copyfile(step_file, tmp)
+                os.replace(tmp, self.model_dir / "checkpoint_best.pt")
+            self._save_last()
+            self._report_validation(valid)
+        self.paused += time.monotonic() - start
+        return stop
+
+    def _report_validation(self, valid: dict[str, Any]) -> None:
+        event = {"event": "valid", "step": self.step, "epoch": self.epoch, "elapsed": round(self._elapsed(), 2),
+                 **{k: v for k, v in valid.items() if k.startswith("dev_")},
+                 "best_step": self.best["step"] if self.best else None, "lr": self.schedule(self.step)}
+        assert self.metrics is not None
+        self.metrics.write(event)
+        parts = [f"valid | step {self.step}"]
+        for key, fmt in (("dev_loss", "{:.3f}"), ("dev_ppl", "{:.2f}"), ("dev_bleu", "{:.2f}"), ("dev_chrf", "{:.2f}")):
+            if valid.get(key) is not None:
+                parts.append(f"{key[4:]} {fmt.format(valid[key])}")
+        if self.best is not None:
+            parts.append(f"best {self.tc.valid_metric} {self.best['score']:.3f} @ {self.best['step']}")
+        self.display.log(" | ".join(parts))
+
+    # --------------------------------------------------------------------------------- the loop
+    def _elapsed(self) -> float:
+        return self.elapsed_before + (time.monotonic() - self.started)
+
+    def _reset_log_counters(self) -> None:
+        dev = self.device
+        self.acc_loss = torch.zeros((), device=dev)
+        self.acc_nll = torch.zeros((), device=dev)
+        self.acc_tokens = torch.zeros((), device=dev)  # target tokens of finite updates (for the means)
+        self.count_tokens = 0  # target tokens this rank trained on since the last log
+        self.count_real = 0
+        self.count_padded = 0
+        self.log_clock = time.monotonic()
+        self.paused = 0.0
+
+    def _update(self, group: list[np.ndarray]) -> None:
+        """One optimizer update over `group` (update_freq batches)."""
+        tc = self.tc
+        self.step += 1
+        lr = self.schedule(self.step)
+        for g in self.optimizer.param_groups:
+            g["lr"] = lr
+        torch.manual_seed((tc.seed * 1_000_003 + self.info.rank * 7_919 + self.step) % (2 ** 63))
+        p_gold = gold_probability(tc.scheduled_sampling, self.step, tc.ss_k, tc.ss_min)
+        need_attention = tc.diversity_penalty > 0
+        batches: list[Batch] = [collate(self.train_data, ids) for ids in group]
+        update_loss = torch.zeros((), device=self.device)
+        update_nll = torch.zeros((), device=self.device)
+        local_tokens = 0
+        for i, cpu_batch in enumerate(batches):
+            batch = cpu_batch.to(self.device, non_blocking=True)
+            sync = (self.train_model.no_sync() if self.info.enabled and i < len(batches) - 1
+                    and hasattr(self.train_model, "no_sync") else contextlib.nullcontext())
+            with sync:
+                with self._autocast():
+                    tgt_in = batch.tgt_in
+                    if p_gold < 1.0:
+                        tgt_in = mix_predictions(self.model, batch.src, tgt_in, p_gold)
+                    logits, attn = self.train_model(batch.src, tgt_in, need_attention=need_attention)
+                loss, nll = label_smoothed_nll(logits, batch.tgt_out, tc.label_smoothing)
+                if need_attention and attn is not None:
+                    penalty = diversity_penalty(attn, batch.tgt_out != PAD_ID, batch.src != PAD_ID)
+                    loss = loss + tc.diversity_penalty * penalty
+                if self.scaler is not None:
+                    self.scaler.scale(loss).backward()
+                else:
+                    loss.backward()
+            update_loss += loss.detach()
+            update_nll += nll
+            local_tokens += cpu_batch.num_tgt_tokens
+            self.count_real += cpu_batch.num_src_tokens + cpu_batch.num_tgt_tokens
+            self.count_padded += cpu_batch.src.numel() + cpu_batch.tgt_in.numel()
+        self.count_tokens += local_tokens
+        self._optimizer_step(update_loss, update_nll, local_tokens)
+
+    def _optimizer_step(self, update_loss: torch.Tensor, update_nll: torch.Tensor, local_tokens: int) -> None:
+        """Divide the summed gradients by the update's target tokens, clip, step (skip if non-finite)."""
+        tc = self.tc
+        if self.scaler is not None:
+            self.scaler.unscale_(self.optimizer)
+        grads = [p.grad for p in self.params if p.grad is not None]
+        if self.info.enabled:  # DDP averaged the ranks' sums: scale by world_size / all tokens
+            total = all_reduce_sum(torch.tensor(float(local_tokens), device=self.device), self.info)
+            torch._foreach_mul_(grads, self.info.world_size / total)
+        else:
+            torch._foreach_mul_(grads, 1.0 / local_tokens)
+        max_norm = tc.clip_norm if tc.clip_norm > 0 else float("inf")
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.params, max_norm)
+        bad_loss = ~torch.isfinite(update_loss)
+        nonfinite = bad_loss if self.scaler is not None else (bad_loss | ~torch.isfinite(grad_norm))
+        if self.scaler is not None:  # fp16: the scaler skips overflowing steps and adapts its scale
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        elif self.fused:  # the fused kernels skip the step on device when found_inf is set
+            self.optimizer.found_inf = nonfinite.float()  # type: ignore[attr-defined]
+            self.optimizer.grad_scale = None  # type: ignore[attr-defined]
+            try:
+                self.optimizer.step()
+            finally:
+                del self.optimizer.found_inf, self.optimizer.grad_scale  # type: ignore[attr-defined]
+        elif not bool(nonfinite):
+            self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        ok = (~nonfinite).float()
+        self.acc_loss += torch.where(nonfinite, 0.0, update_loss)
+        self.acc_nll += torch.where(nonfinite, 0.0, update_nll)
+        self.acc_tokens += ok * local_tokens
+        self.nonfinite_run = (self.nonfinite_run + 1) * nonfinite.float()
+        self.nonfinite_worst_run = torch.maximum(self.nonfinite_worst_run, self.nonfinite_run)
+        self.nonfinite_total += nonfinite.float()
+        if self.device.type == "cpu":  # reading a CPU tensor costs no device sync: check at once
+            self._check_nonfinite()
+
+    def _check_nonfinite(self) -> None:
+        total, worst = int(self.nonfinite_total), int(self.nonfinite_worst_run)
+        if total == 0:
+            return
+        if self.info.is_main:
+            warn(f"update {self.step}: skipped {total} update(s) with a non-finite loss or gradient")
+        self.nonfinite_total.zero_()
+        self.nonfinite_worst_run.copy_(self.nonfinite_run)
+        if worst >= self.tc.max_nonfinite:
+            raise MtkitError(
+                f"training diverged: {worst} consecutive updates had a non-finite loss (up to update "
+                f"{self.step}); lower training.lr, raise training.warmup_steps or use precision fp32/bf16")
+
+    def _log(self) -> None:
+        self._check_nonfinite()
+        stats = torch.stack([self.acc_loss, self.acc_nll, self.acc_tokens]).double()
+        counts = torch.tensor([self.count_tokens, self.count_real, self.count_padded], dtype=torch.float64,
+                              device=self.device)
+        stats = all_reduce_sum(torch.cat([stats, counts]), self.info).tolist()
+        loss_sum, nll_sum, ok_tokens, tokens, real, padded = stats
+        seconds = max(1e-9, time.monotonic() - self.log_clock - self.paused)
+        loss = loss_sum / ok_tokens if ok_tokens else float("nan")
+        nll = nll_sum / ok_tokens if ok_tokens else float("nan")
+        event = {
+            "event": "train", "step": self.step, "epoch": self.epoch, "loss": loss, "nll": nll,
+            "ppl": math.exp(min(nll, 100.0)) if ok_tokens else None, "lr": self.schedule(self.step),
+            "tokens_per_s": tokens / seconds, "padding": 1.0 - real / padded if padded else 0.0,
+            "elapsed": round(self._elapsed(), 2),
+        }
+        if self.info.is_main:
+            assert self.metrics is not None
+            self.metrics.write(event)
+            stats_line = (f"loss {loss:.3f} | lr {event['lr']:.2e} | {event['tokens_per_s']:,.0f} tok/s")
+            self.display.advance(self.step, stats_line)
+            self.display.log(
+                f"step {self.step} | epoch {self.epoch} | loss {loss:.3f} | nll {nll:.3f} | ppl {event['ppl'] or 0:.2f} "
+                f"| lr {event['lr']:.3e} | {event['tokens_per_s']:,.0f} tgt tok/s | pad {100 * event['padding']:.1f}% "
+                f"| {_hms(event['elapsed'])}")
+        self._reset_log_counters()
+
+    def _total_updates(self) -> int | None:
+        tc = self.tc
+        if tc.max_steps:
+            return tc.max_steps
+        if tc.max_epochs:
+            return math.ceil(len(self.sampler) / tc.update_freq) * tc.max_epochs
+        return None
+
+    def _time_is_up(self) -> bool:
+        if not self.tc.max_time:
+            return False
+        if self.info.enabled and self.step % self.tc.log_every:
+            return False  # ranks must agree: under DDP the clock is read (and broadcast) at log steps
+        up = self._elapsed() >= self.tc.max_time * 60
+        return bool(broadcast_object(up, self.info))
+
+    def run(self) -> None:
+        tc = self.tc
+        self.started = time.monotonic()
+        self.display = TrainingDisplay(self.info.is_main, self._total_updates(), self.step)
+        self._announce()
+        self._reset_log_counters()
+        self.model.train()
+        stop_reason: str | None = None
+        try:
+            if tc.max_steps and self.step >= tc.max_steps:
+                stop_reason = f"max_steps {tc.max_steps} already reached"
+            elif tc.max_epochs and self.epoch > tc.max_epochs:
+                stop_reason = f"max_epochs {tc.max_epochs} already reached"
+            while stop_reason is None:
+                batches = self.sampler.epoch_batches(self.epoch)
+                group = batches[self.batch_index:self.batch_index + tc.update_freq]
+                try:
+                    self._update(group)
+                except torch.OutOfMemoryError:
+                    raise MtkitError(
+                        f"out of memory on {self.device} at update {self.step} with training.max_tokens="
+                        f"{tc.max_tokens}: lower max_tokens (raise update_freq to keep the batch size)") from None
+                self.batch_index += len(group)
+                epoch_done = self.batch_index >= len(batches)
+                if epoch_done:
+                    self.epoch += 1
+                    self.batch_index = 0
+                stop_reason = self._after_update(epoch_done)
+        finally:
+            self.display.close()
+        if self.info.is_main:
+            best = f"; best {tc.valid_metric} {self.best['score']:.3f} at update {self.best['step']}" if self.best else ""
+            self.display.log(f"done: {stop_reason} (update {self.step}, epoch {self.epoch}){best}")
+
+    def _after_update(self, epoch_done: bool) -> str | None:
+        tc = self.tc
+        step = self.step
+        if step % tc.log_every == 0:
+            self._log()
+        else:
+            self.display.advance(step)
+        early_stop = False
+        if step % tc.validate_every == 0:
+            early_stop = self._validate()
+        elif tc.save_every and step % tc.save_every == 0:
+            self._save_last()
+        reason = None
+        if early_stop:
+            reason = f"early stopping: no improvement in {tc.patience} validations"
+        elif tc.max_steps and step >= tc.max_steps:
+            reason = f"reached max_steps {tc.max_steps}"
+        elif tc.max_epochs and epoch_done and self.epoch > tc.max_epochs:
+            reason = f"reached max_epochs {tc.max_epochs}"
+        elif self._time_is_up():
+            reason = f"reached max_time {tc.max_time} min"
+        if reason is not None and self.validated_step != step:
+            self._validate()
+        return reason
+
+    def _announce(self) -> None:
+        if not self.info.is_main:
+            return
+        n_params = self.model.num_parameters()
+        precision = {None: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}[self.autocast_dtype]
+        batches = len(self.sampler)
+        self.display.log(
+            f"{self.cfg.model.arch}: {n_params:,} parameters | device {self.device} x{self.info.world_size} | "
+            f"{precision} | {self.threads} threads | {'fused ' if self.fused else ''}{self.tc.optimizer}")
+        self.display.log(
+            f"train: {len(self.train_data):,} pairs, {batches:,} batches/epoch per rank (max_tokens "
+            f"{self.tc.max_tokens}, update_freq {self.tc.update_freq}), padding "
+            f"{100 * self.sampler.padding_fraction(self.epoch):.1f}% | dev: "
+            f"{len(self.dev.data) if self.dev else 0:,} pairs")
+
+
+def _hms(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"

@@ -1,0 +1,83 @@
+"""Validation during training: dev loss and perplexity, and BLEU/chrF of greedy translations.
+
+Loss and perplexity are the plain (unsmoothed) per-token NLL over the whole dev split. BLEU and chrF
+(sacrebleu defaults) compare detokenized greedy output (``search`` with beam_size=1) with the dev
+references as stored in the shards, decoded by the same target BPE model: both sides go through
+sentencepiece's normalisation, so the score can differ slightly from one on the raw reference text.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from mtkit.bpe import Bpe
+from mtkit.config import Config
+from mtkit.data.batching import TokenBatchSampler, collate
+from mtkit.data.shards import ParallelData
+from mtkit.models.base import Seq2Seq
+from mtkit.train.loss import label_smoothed_nll
+
+
+@dataclass
+class DevSet:
+    data: ParallelData
+    loss_batches: list[np.ndarray]
+    search_batches: list[np.ndarray]
+    references: list[str]
+
+
+def build_dev_set(data: ParallelData, cfg: Config, tgt_bpe: Bpe) -> DevSet:
+    """Fixed (unshuffled, length-sorted) batches for the dev loss and for greedy search."""
+    tc = cfg.training
+    loss_sampler = TokenBatchSampler(data.src.lengths, data.tgt.lengths, tc.max_tokens, shuffle=False)
+    n_search = len(data) if tc.valid_max_sentences == 0 else min(len(data), tc.valid_max_sentences)
+    search_sampler = TokenBatchSampler(data.src.lengths[:n_search], np.zeros(n_search, dtype=np.int64),
+                                       cfg.decoding.max_tokens, shuffle=False)
+    refs = tgt_bpe.decode_ids([data.tgt[i].tolist() for i in range(n_search)])
+    return DevSet(data, loss_sampler.epoch_batches(0), search_sampler.epoch_batches(0), refs)
+
+
+@torch.no_grad()
+def evaluate(model: Seq2Seq, dev: DevSet, cfg: Config, device: torch.device,
+             autocast: AbstractContextManager | None, tgt_bpe: Bpe) -> dict[str, float]:
+    """dev_loss, dev_ppl, dev_bleu, dev_chrf of `model` (switched to eval mode and back)."""
+    import contextlib
+
+    import sacrebleu
+
+    from mtkit.decode.search import search
+
+    was_training = model.training
+    model.eval()
+    amp = autocast if autocast is not None else contextlib.nullcontext()
+    try:
+        nll_total = torch.zeros((), device=device, dtype=torch.float64)
+        tokens = 0
+        for ids in dev.loss_batches:
+            batch = collate(dev.data, ids).to(device)
+            with amp:
+                logits, _ = model(batch.src, batch.tgt_in)
+            _, nll = label_smoothed_nll(logits, batch.tgt_out, 0.0)
+            nll_total += nll.double()
+            tokens += batch.num_tgt_tokens
+        hyps: list[str] = [""] * len(dev.references)
+        for ids in dev.search_batches:
+            batch = collate(dev.data, ids)
+            with amp:
+                results = search(model, batch.src.to(device), cfg.decoding, beam_size=1)
+            texts = tgt_bpe.decode_ids([r[0].tokens for r in results])
+            for i, text in zip(ids.tolist(), texts):
+                hyps[i] = text
+    finally:
+        model.train(was_training)
+    loss = float(nll_total) / max(1, tokens)
+    out = {"dev_loss": loss, "dev_ppl": math.exp(min(loss, 100.0))}
+    if dev.references:
+        out["dev_bleu"] = sacrebleu.corpus_bleu(hyps, [dev.references]).score
+        out["dev_chrf"] = sacrebleu.corpus_chrf(hyps, [dev.references]).score
+    return out

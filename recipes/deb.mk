@@ -1,0 +1,129 @@
+# The deb-en-XX recipes (Debian documentation corpora): data → prepare → train → translate → score.
+# Included by recipes/deb-en-de/Makefile and recipes/deb-en-es/Makefile, which set SRC, TGT, RECIPE_DIR
+# (and APERTIUM_PAIR where a rule-based system exists). Run with `make -C recipes/deb-en-de`.
+#
+# Every stage is a file target under work/, so `make` after a finished run does nothing, and after an
+# interruption it redoes only what is missing (training resumes from its last checkpoint).
+# Variables (make VAR=value):
+#   DATA     corpus directory with train.SRC.gz train.TGT.gz dev.* test.*
+#            (default: shared/data/deb-SRC-TGT three levels above the recipe directory)
+#   MODELS   which systems to build and score: transformer, rnn or both (default both);
+#            MODEL=rnn is a shorthand for MODELS=rnn
+#   TIME     training budget in minutes per model (0 = none); STEPS: budget in updates (0 = none)
+#   DEVICE   auto, cpu, cuda, cuda:N, mps
+#   BEAM     beam size of the beam-search systems (default 5)
+#   PYTHON, MTKIT   the interpreter and the mtkit command
+
+include $(RECIPE_DIR)/../common.mk
+
+DATA ?= $(abspath $(RECIPE_DIR)/../../../shared/data/deb-$(SRC)-$(TGT))
+MODEL ?=
+MODELS ?= $(if $(MODEL),$(MODEL),transformer rnn)
+TIME ?= 35
+STEPS ?= 0
+BEAM ?= 5
+PLOT_SENTENCES ?= 3
+DATA_DIR := $(abspath $(DATA))
+
+$(foreach m,$(MODELS),$(if $(wildcard $(m).yaml),,\
+    $(error MODELS: there is no $(m).yaml in $(RECIPE_DIR); use transformer, rnn or both)))
+
+# The configs name these paths (work/data/..., work/data-bin, work/MODEL). Both share their data and
+# bpe sections (tests/test_recipes.py checks it), so one data-bin, built from the first, serves both.
+LINKS := $(WORK)/data
+BIN := $(WORK)/data-bin
+HYP := $(WORK)/hyp
+PREPARE_CONFIG := transformer.yaml
+CORPUS := $(addprefix $(LINKS)/,train.$(SRC).gz train.$(TGT).gz dev.$(SRC) dev.$(TGT) test.$(SRC) test.$(TGT))
+
+# the systems of the score table: each model with greedy and beam search, then the rule-based one
+HYPS := $(foreach m,$(MODELS),$(HYP)/$(m).greedy.$(TGT) $(HYP)/$(m).beam$(BEAM).$(TGT))
+APERTIUM := $(if $(APERTIUM_PAIR),$(shell command -v apertium 2>/dev/null))
+SCORED := $(HYPS) $(if $(APERTIUM),$(HYP)/apertium.$(TGT))
+
+.PHONY: all data prepare train translate score plots show clean
+all: plots $(WORK)/scores.txt
+data: $(CORPUS)
+prepare: $(STAMPS)/prepared
+train: $(foreach m,$(MODELS),$(STAMPS)/$(m).trained)
+translate: $(HYPS)
+plots: $(foreach m,$(MODELS),$(WORK)/attention/$(m)/.done)
+score: $(WORK)/scores.txt
+
+# -------------------------------------------------------------------------------------------- data
+# Links, not copies. DATA is recorded, so pointing it elsewhere redoes everything downstream.
+$(LINKS)/DATA: FORCE
+	$(call value_stamp,$@,$(DATA_DIR))
+
+$(LINKS)/%: $(LINKS)/DATA
+	@test -f $(DATA_DIR)/$* || { echo "error: $(DATA_DIR)/$* not found; set DATA=/path/to/deb-$(SRC)-$(TGT)" >&2; \
+	    exit 1; }
+	ln -sfn $(DATA_DIR)/$* $@
+
+# ----------------------------------------------------------------------------------------- prepare
+# prepare rewrites meta.json only when its inputs or the data/bpe settings changed. The models depend on
+# meta.json's own date, so editing the model section of one config does not retrain the other model.
+$(STAMPS)/prepared: $(CORPUS) $(PREPARE_CONFIG)
+	@mkdir -p $(@D)
+	$(MTKIT) prepare $(PREPARE_CONFIG)
+	@touch $@
+
+$(BIN)/meta.json: $(STAMPS)/prepared ;
+
+# ------------------------------------------------------------------------------------------- train
+# A new config or new data: the model starts from scratch (its old directory is removed).
+$(STAMPS)/%.fresh: %.yaml $(BIN)/meta.json
+	rm -rf $(WORK)/$*
+	@mkdir -p $(@D)
+	@touch $@
+
+# A budget change (TIME, STEPS) runs training again, which resumes from the last checkpoint.
+$(STAMPS)/%.budget: FORCE
+	$(call value_stamp,$@,max_time=$(TIME) max_steps=$(STEPS))
+
+$(STAMPS)/%.trained: %.yaml $(STAMPS)/%.fresh $(STAMPS)/%.budget
+	$(MTKIT) train $< --max-time $(TIME) --max-steps $(STEPS) --device $(DEVICE)
+	@touch $@
+
+# --------------------------------------------------------------------------------------- translate
+$(HYP)/%.greedy.$(TGT): $(STAMPS)/%.trained $(LINKS)/test.$(SRC)
+	@mkdir -p $(@D)
+	$(MTKIT) translate --model $(WORK)/$* --device $(DEVICE) --greedy -i $(LINKS)/test.$(SRC) -o $@.tmp
+	@mv $@.tmp $@
+
+$(HYP)/%.beam$(BEAM).$(TGT): $(STAMPS)/%.trained $(LINKS)/test.$(SRC)
+	@mkdir -p $(@D)
+	$(MTKIT) translate --model $(WORK)/$* --device $(DEVICE) --beam $(BEAM) -i $(LINKS)/test.$(SRC) -o $@.tmp
+	@mv $@.tmp $@
+
+# the rule-based reference system, when Debian's apertium and the language pair are installed
+$(HYP)/apertium.$(TGT): $(LINKS)/test.$(SRC)
+	@mkdir -p $(@D)
+	apertium -u $(APERTIUM_PAIR) < $< > $@.tmp
+	@mv $@.tmp $@
+
+$(WORK)/attention/%/.done: $(STAMPS)/%.trained $(LINKS)/test.$(SRC)
+	$(call short_lines,$(LINKS)/test.$(SRC),$(@D)/sample.$(SRC),$(PLOT_SENTENCES))
+	$(MTKIT) translate --model $(WORK)/$* --device $(DEVICE) --beam $(BEAM) -i $(@D)/sample.$(SRC) \
+	    -o $(@D)/sample.$(TGT) --attention-plot $(@D) --attention-plot-max $(PLOT_SENTENCES)
+	@touch $@
+
+# ------------------------------------------------------------------------------------------- score
+# The first system is the baseline of the paired bootstrap test.
+$(WORK)/scores.txt: $(SCORED) $(LINKS)/test.$(TGT)
+	$(MTKIT) score $(addprefix --hyp ,$(SCORED)) --ref $(LINKS)/test.$(TGT) --metrics bleu,chrf,ter,wer > $@.tmp
+	@mv $@.tmp $@
+	$(show_scores)
+
+define show_scores
+@cat $(WORK)/scores.txt
+$(if $(APERTIUM_PAIR),$(if $(APERTIUM),,@echo "note: apertium is not installed, so the rule-based system \
+is not scored (apt-get install apertium-$(APERTIUM_PAIR))"))
+@echo "attention heatmaps: $(foreach m,$(MODELS),$(WORK)/attention/$(m)/)"
+endef
+
+show:
+	$(show_scores)
+
+clean:
+	rm -rf $(WORK)

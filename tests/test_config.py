@@ -1,0 +1,176 @@
+"""Config: every mistake is reported with the key's dotted name (and a suggestion), overrides parse like
+YAML, and the resolved config written next to the outputs reads back identically."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mtkit.config import (
+    SECTIONS,
+    Config,
+    describe_keys,
+    from_dict,
+    load_config,
+    save_config,
+    to_dict,
+)
+from mtkit.errors import ConfigError
+
+
+def write_yaml(path: Path, data: object) -> Path:
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def test_defaults_without_a_file() -> None:
+    assert load_config(None) == Config()
+    assert from_dict({}) == Config()
+    assert from_dict({"data": None}) == Config()  # an empty section in YAML is fine
+
+
+def test_unknown_key_suggests_the_closest() -> None:
+    with pytest.raises(ConfigError, match=r"unknown key 'training\.lr_rate' \(did you mean 'lr'\?\)"):
+        from_dict({"training": {"lr_rate": 0.1}})
+    with pytest.raises(ConfigError, match=r"unknown key 'data\.max_lenght' \(did you mean 'max_len'\?\)"):
+        from_dict({"data": {"max_lenght": 10}})
+    # nothing close: the valid keys are listed instead
+    with pytest.raises(ConfigError, match=r"unknown key 'bpe\.zzz' \(valid keys: joint, vocab_size"):
+        from_dict({"bpe": {"zzz": 1}})
+
+
+def test_unknown_section_suggests_the_closest() -> None:
+    with pytest.raises(ConfigError, match=r"unknown section 'trainig' \(did you mean 'training'\?\)"):
+        from_dict({"trainig": {}})
+    with pytest.raises(ConfigError, match="must be a mapping"):
+        from_dict(["data"])  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="data: expected a mapping"):
+        from_dict({"data": [1, 2]})
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"data": {"max_len": "long"}}, r"data\.max_len: expected an integer, got 'long'"),
+        ({"data": {"max_len": True}}, r"data\.max_len: expected an integer, got True"),
+        ({"data": {"max_len": 2.5}}, r"data\.max_len: expected an integer, got 2\.5"),
+        ({"bpe": {"joint": "yes please"}}, r"bpe\.joint: expected true or false"),
+        ({"data": {"max_len_ratio": "x"}}, r"data\.max_len_ratio: expected a number"),
+        ({"data": {"src_lang": ["en"]}}, r"data\.src_lang: expected a string"),
+        ({"model": {"arch": "cnn"}}, r"model\.arch: 'cnn' is not one of transformer, rnn"),
+        ({"training": {"betas": 0.9}}, r"training\.betas: expected a list"),
+        ({"training": {"betas": [0.9, "b"]}}, r"training\.betas\[1\]: expected a number"),
+    ],
+)
+def test_wrong_types_name_the_key(raw: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        from_dict(raw)
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"data": {"max_len": 0}}, r"data\.max_len: 0 is below the minimum 1"),
+        ({"data": {"max_len_ratio": -1}}, r"data\.max_len_ratio: -1\.0 is below the minimum 0"),
+        ({"bpe": {"vocab_size": 8}}, r"bpe\.vocab_size: 8 is below the minimum 16"),
+        ({"bpe": {"character_coverage": 1.5}}, r"bpe\.character_coverage: 1\.5 is above the maximum 1\.0"),
+        ({"model": {"dropout": 1.1}}, r"model\.dropout: 1\.1 is above the maximum 1"),
+    ],
+)
+def test_out_of_range_values_name_the_key(raw: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        from_dict(raw)
+
+
+def test_cross_key_consistency() -> None:
+    with pytest.raises(ConfigError, match=r"model\.d_model \(100\) must be divisible by model\.heads \(3\)"):
+        from_dict({"model": {"d_model": 100, "heads": 3}})
+    with pytest.raises(ConfigError, match="training.betas: expected two numbers"):
+        from_dict({"training": {"betas": [0.9]}})
+
+
+def test_set_overrides_parse_numbers_bools_lists_strings(tmp_path: Path) -> None:
+    path = write_yaml(tmp_path / "c.yaml", {"data": {"max_len": 100}, "training": {"lr": 0.5}})
+    cfg = load_config(path, [
+        "training.lr=1e-3",            # YAML 1.1 reads this as a string: still a number here
+        "training.eps=2.5E-8",
+        "data.max_len=80",             # overrides the file
+        "data.max_len_ratio=2",        # int accepted for a float key
+        "training.betas=[0.8, 0.99]",
+        "bpe.joint=false",
+        "training.compile=true",
+        "data.src_lang=en",
+        "data.dir=some/dir with space",
+        "data.train_src=",             # empty value: the empty string
+    ])
+    assert cfg.training.lr == 0.001 and isinstance(cfg.training.lr, float)
+    assert cfg.training.eps == 2.5e-8
+    assert cfg.data.max_len == 80
+    assert cfg.data.max_len_ratio == 2.0 and isinstance(cfg.data.max_len_ratio, float)
+    assert cfg.training.betas == [0.8, 0.99]
+    assert cfg.bpe.joint is False and cfg.training.compile is True
+    assert cfg.data.src_lang == "en" and cfg.data.dir == "some/dir with space"
+    assert cfg.data.train_src == ""
+
+
+def test_scientific_notation_in_yaml_files(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("training:\n  lr: 5e-4\n  eps: 1e-9\n", encoding="utf-8")
+    cfg = load_config(path)
+    assert (cfg.training.lr, cfg.training.eps) == (5e-4, 1e-9)
+    with pytest.raises(ConfigError, match=r"data\.max_len: expected an integer"):
+        load_config(None, ["data.max_len=1e3"])  # not silently truncated into an int
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("training.lr", r"expected section\.key=value"),
+        ("lr=0.1", r"expected section\.key=value"),
+        ("a.b.c=1", r"expected section\.key=value"),
+        ("trianing.lr=0.1", r"unknown section 'trianing' \(did you mean 'training'\?\)"),
+        ("training.lr_rate=0.1", r"unknown key 'training\.lr_rate' \(did you mean 'lr'\?\)"),
+        ("training.betas=[0.9", "cannot parse value"),
+        ("data.max_len=abc", r"data\.max_len: expected an integer, got 'abc'"),
+    ],
+)
+def test_bad_overrides(override: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, [override])
+
+
+def test_file_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="config file not found: .*missing.yaml"):
+        load_config(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("data:\n  max_len: 5\n   oops: [\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"bad\.yaml:\d+: invalid YAML"):
+        load_config(bad)
+    binary = tmp_path / "bin.yaml"
+    binary.write_bytes(b"data:\n  dir: \xff\n")
+    with pytest.raises(ConfigError, match="bin.yaml: not valid UTF-8"):
+        load_config(binary)
+
+
+def test_resolved_config_round_trip(tmp_path: Path) -> None:
+    cfg = load_config(None, ["data.max_len=77", "bpe.joint=false", "training.lr=3e-4", "model.arch=rnn",
+                             "training.betas=[0.85, 0.95]", "data.src_lang=de", "decoding.top_p=0.9"])
+    path = tmp_path / "out" / "config.yaml"
+    save_config(cfg, path)
+    again = load_config(path)
+    assert again == cfg
+    assert to_dict(again) == to_dict(cfg)
+    # every key is written, so the file documents the whole experiment
+    written = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert set(written) == set(SECTIONS)
+    assert written["data"]["max_len"] == 77 and "filter_dev" in written["data"]
+
+
+def test_every_key_is_documented() -> None:
+    rows = describe_keys()
+    keys = [r[0] for r in rows]
+    assert len(keys) == len(set(keys))
+    assert {"data.train_src", "data.max_len_ratio", "bpe.vocab_size", "bpe.model"} <= set(keys)
+    assert all(doc.strip() for _, _, _, doc in rows)

@@ -1,0 +1,309 @@
+"""Translator and `mtkit translate`: order, line discipline on hostile input, formats, plots, CLI.
+
+The model directory fixture is what `mtkit train` leaves behind, made in seconds: a tiny random
+Transformer, a sentencepiece model trained on generated text, checkpoint_best.pt, meta.json.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from mtkit.bpe import Bpe, train_bpe
+from mtkit.config import Config, ModelConfig, to_dict
+from mtkit.decode.translator import Translator, clean_line, split_long
+from mtkit.errors import CheckpointError, ConfigError
+from mtkit.models import build_model
+from mtkit.train.checkpoint import save_checkpoint
+
+WORDS = ["the", "house", "is", "small", ".", "a", "cat", "sat", "on", "mat", "!", "where", "are", "you",
+         "going", "?", "we", "like", "green", "tea", "and", "bread", "every", "day", ",", "but", "not",
+         "sunday", ";", "river", "stone", "light", "window", "door", "table"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def make_model_dir(root: Path, arch: str = "transformer", seed: int = 0, vocab_size: int = 64,
+                   **decoding) -> Path:
+    """A model directory as `mtkit train` writes it, with a random tiny model."""
+    root.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    text = root / "corpus.txt"
+    text.write_text("\n".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12)))
+                              for _ in range(400)) + "\n", encoding="utf-8")
+    train_bpe([str(text)], str(root / "bpe"), vocab_size=vocab_size)
+    size = len(Bpe(root / "bpe.model"))
+    cfg = Config()
+    cfg.model = ModelConfig(arch=arch, d_model=32, heads=4, d_ff=64, encoder_layers=2, decoder_layers=2,
+                            emb_dim=16, hidden_size=32, dropout=0.0)
+    for key, value in decoding.items():
+        setattr(cfg.decoding, key, value)
+    meta = {"src_lang": "en", "tgt_lang": "de", "joint": True, "src_bpe": "bpe.model", "tgt_bpe": "bpe.model",
+            "src_vocab_size": size, "tgt_vocab_size": size}
+    torch.manual_seed(seed)
+    model = build_model(cfg.model, size, size, True)
+    save_checkpoint({"model": model.state_dict(), "config": to_dict(cfg), "vocab": meta},
+                    root / "checkpoint_best.pt")
+    (root / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory) -> Path:
+    return make_model_dir(tmp_path_factory.mktemp("model"), beam_size=3, max_len_a=1.0, max_len_b=4)
+
+
+@pytest.fixture(scope="module")
+def translator(model_dir) -> Translator:
+    return Translator(model_dir, device="cpu", threads=1)
+
+
+def sentences(n: int, seed: int = 1) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 15))) for _ in range(n)]
+
+
+# -------------------------------------------------------------------------------------- translation
+def test_batched_equals_one_by_one_and_order_is_kept(translator):
+    lines = sentences(12)
+    together = translator.translate_hypotheses(lines)
+    assert [t.index for t in together] == list(range(12))
+    for line, tr in zip(lines, together, strict=True):
+        alone = translator.translate_hypotheses([line])[0]
+        assert alone.text == tr.text
+        assert alone.hypotheses[0].score == pytest.approx(tr.hypotheses[0].score, abs=1e-4)
+
+
+def test_token_budget_and_chunks_do_not_change_results(model_dir, translator):
+    lines = sentences(15, seed=2)
+    reference = translator.translate(lines)
+    small = Translator(model_dir, device="cpu", threads=1, overrides=["decoding.max_tokens=20"])
+    assert small.translate(lines) == reference
+    streamed = [t.text for t in translator.translate_stream(iter(lines), chunk_size=4)]
+    assert streamed == reference
+
+
+def test_translation_is_the_detokenized_best_hypothesis(translator):
+    tr = translator.translate_hypotheses(["the cat sat on the mat ."])[0]
+    best = tr.hypotheses[0]
+    assert best.text == translator.tgt_bpe.decode_ids([best.token_ids])[0]
+    assert best.tokens == translator.tgt_bpe.id_to_piece(best.token_ids)
+    assert tr.source_tokens == translator.src_bpe.encode_pieces([tr.source])[0]
+
+
+def test_hostile_input_keeps_one_output_per_line(model_dir, capsys):
+    translator = Translator(model_dir, device="cpu", threads=1, overrides=["decoding.beam_size=1"])
+    long_line = " ".join(random.Random(3).choice(WORDS) for _ in range(5000))
+    lines = ["", "   \t ", "the cat .", long_line, "a\x00b\x1b[31mc\x7f door", "window \u2028 door", "\x0c"]
+    out = translator.translate_hypotheses(lines)
+    assert len(out) == len(lines)
+    assert out[0].text == "" and out[1].text == "" and out[6].text == ""
+    assert out[0].hypotheses == [] and out[1].hypotheses == []
+    assert out[2].text and out[4].text and out[5].text
+    assert len(translator.src_bpe.encode_ids([long_line])[0]) > 5000  # really a 5,000+ subword line
+    assert out[3].text and len(out[3].hypotheses[0].token_ids) > 2 * translator.decoding.max_input_tokens
+    err = capsys.readouterr().err
+    assert "<input>:4:" in err and "max_input_tokens" in err
+
+
+def test_split_long_prefers_sentences_then_windows(translator):
+    bpe = translator.src_bpe
+    text = "the house is small . " * 30 + "where are you going ?"
+    ids = bpe.encode_ids([text])[0]
+    segments = split_long(text, ids, bpe, 40)
+    assert all(len(s) <= 40 for s in segments)
+    assert sum(len(s) for s in segments) >= len(ids) - len(segments)
+    # a sentence boundary is never cut: every segment ends with the end of a sentence
+    assert all(bpe.decode_ids([s])[0].rstrip().endswith((".", "?")) for s in segments)
+    no_punct = "river stone light " * 60
+    ids = bpe.encode_ids([no_punct])[0]
+    windows = split_long(no_punct, ids, bpe, 50)
+    assert [t for w in windows for t in w] == ids and all(len(w) <= 50 for w in windows)
+
+
+def test_clean_line():
+    assert clean_line("a\x00b\tc\x1b[0m  d\r") == "a b c [0m d"
+    assert clean_line(" \t\x0b ") == ""
+    assert clean_line("Grüße, 東京") == "Grüße, 東京"
+
+
+def test_nbest_and_alignment(model_dir):
+    translator = Translator(model_dir, device="cpu", threads=1, nbest=3)
+    out = translator.translate_hypotheses(sentences(4, seed=5), need_attention=True)
+    for tr in out:
+        assert len(tr.hypotheses) == 3
+        assert len({tuple(h.token_ids) for h in tr.hypotheses}) == 3
+        assert [h.score for h in tr.hypotheses] == sorted((h.score for h in tr.hypotheses), reverse=True)
+        for h in tr.hypotheses:
+            assert h.attention.shape[1:] == (len(h.token_ids) + 1, len(tr.source_tokens))
+            assert [j for _, j in h.alignment] == list(range(len(h.token_ids)))
+            assert all(0 <= i < len(tr.source_tokens) for i, _ in h.alignment)
+
+
+def test_sampling_seeded_and_ensemble(model_dir, tmp_path):
+    lines = sentences(5, seed=6)
+    a = Translator(model_dir, device="cpu", threads=1, sample=True, seed=3, nbest=2)
+    b = Translator(model_dir, device="cpu", threads=1, sample=True, seed=3, nbest=2)
+    assert [[h.text for h in t.hypotheses] for t in a.translate_hypotheses(lines)] == \
+        [[h.text for h in t.hypotheses] for t in b.translate_hypotheses(lines)]
+    alone = Translator(model_dir, device="cpu", threads=1)
+    pair = Translator(model_dir, device="cpu", threads=1, ensemble=[model_dir])
+    assert pair.translate(lines) == alone.translate(lines)
+    other = make_model_dir(tmp_path / "other", vocab_size=80)
+    if len(Bpe(other / "bpe.model")) != len(alone.src_bpe):
+        with pytest.raises(ConfigError, match="share vocabularies"):
+            Translator(model_dir, device="cpu", ensemble=[other])
+
+
+def test_int8_translates(model_dir):
+    lines = sentences(3, seed=7)
+    quantized = Translator(model_dir, device="cpu", threads=1, int8=True)
+    assert len(quantized.translate(lines)) == 3
+
+
+def test_rnn_model_dir(tmp_path):
+    d = make_model_dir(tmp_path / "rnn", arch="rnn", beam_size=2, max_len_a=1.0, max_len_b=3)
+    out = Translator(d, device="cpu", threads=1).translate_hypotheses(["the cat .", ""], need_attention=True)
+    assert out[0].text and out[1].text == ""
+    assert out[0].hypotheses[0].attention.shape[0] == 1
+
+
+def test_errors_are_user_errors(model_dir, tmp_path):
+    with pytest.raises(CheckpointError):
+        Translator(tmp_path / "missing")
+    with pytest.raises(CheckpointError):
+        Translator(model_dir, checkpoint="last")
+    with pytest.raises(ConfigError, match="decoding"):
+        Translator(model_dir, overrides=["model.d_model=8"])
+    with pytest.raises(ConfigError):
+        Translator(model_dir, overrides=["decoding.beam_sise=3"])
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "checkpoint_best.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError):
+        Translator(bad)
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+def run_cli(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mtkit", "translate", *args], input=stdin,
+                          capture_output=True, timeout=300, env=_env())
+
+
+def _env() -> dict:
+    import os
+
+    return {**os.environ, "OMP_NUM_THREADS": "1"}
+
+
+def test_cli_hostile_stdin_keeps_line_count(model_dir):
+    long_line = " ".join(random.Random(4).choice(WORDS) for _ in range(5000)).encode()
+    lines = [b"", b"   ", b"the house is small .", long_line, b"bad \xff\xfe bytes \xc3",
+             b"ctrl \x00\x1b\x7f x", b"\t", b"where are you going ?"]
+    stdin = b"\n".join(lines) + b"\n"
+    res = run_cli("-m", str(model_dir), "--greedy", "--threads", "1", stdin=stdin)
+    assert res.returncode == 0, res.stderr.decode()
+    out = res.stdout.decode("utf-8").split("\n")
+    assert out[-1] == "" and len(out) - 1 == len(lines)
+    assert out[0] == "" and out[1] == "" and out[6] == ""
+    assert all(out[i] for i in (2, 3, 4, 5, 7))
+    err = res.stderr.decode()
+    assert "<stdin>:5: invalid UTF-8" in err
+    assert "<stdin>:4:" in err and "max_input_tokens" in err
+
+
+def invoke(*args: str) -> str:
+    """Run `mtkit translate` in this process (no interpreter start-up); returns stdout."""
+    from typer.testing import CliRunner
+
+    from mtkit.cli import app
+
+    res = CliRunner().invoke(app, ["translate", *args, "--threads", "1"])
+    assert res.exit_code == 0, (res.output, res.exception)
+    return res.stdout
+
+
+def test_cli_file_io_nbest_json_alignment_plots(model_dir, tmp_path):
+    src = tmp_path / "in.txt"
+    lines = sentences(5, seed=8) + [""]
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "out.txt"
+    invoke("-m", str(model_dir), "-i", str(src), "-o", str(out), "--beam", "3")
+    plain = out.read_text(encoding="utf-8").split("\n")[:-1]
+    assert len(plain) == 6 and plain[5] == ""
+
+    rows = invoke("-m", str(model_dir), "-i", str(src), "--nbest", "3", "--beam", "3",
+                  "--alignment").split("\n")[:-1]
+    assert len(rows) == 18
+    pharaoh = re.compile(r"^(\d+-\d+( \d+-\d+)*)?$")
+    translator = Translator(model_dir, device="cpu", threads=1)
+    for n, row in enumerate(rows):
+        index, score, text, align = row.split("\t")
+        assert int(index) == n // 3
+        float(score)
+        assert pharaoh.match(align), align
+        line = lines[n // 3]
+        n_src = len(translator.src_bpe.encode_ids([line])[0]) if line else 0
+        pairs = [tuple(map(int, p.split("-"))) for p in align.split()]
+        assert all(0 <= i < n_src for i, _ in pairs)
+        assert [j for _, j in pairs] == list(range(len(pairs)))  # one source index per target token
+        assert (len(pairs) == 0) == (line == "")
+    assert [r.split("\t")[2] for r in rows[::3]] == plain
+
+    rows = invoke("-m", str(model_dir), "-i", str(src), "--beam", "3", "--alignment").split("\n")[:-1]
+    assert [r.split("\t")[0] for r in rows] == plain
+    assert all(pharaoh.match(r.split("\t")[1]) for r in rows)
+
+    plots = tmp_path / "plots"
+    stdout = invoke("-m", str(model_dir), "-i", str(src), "--beam", "3", "--json", "--attention-plot",
+                    str(plots), "--attention-head", "1", "--attention-layer", "0")
+    records = [json.loads(r) for r in stdout.split("\n")[:-1]]
+    assert [r["index"] for r in records] == list(range(6))
+    assert [r["text"] for r in records] == plain
+    assert all(set(r) >= {"text", "score", "tokens", "alignment", "source_tokens"} for r in records)
+    pngs = sorted(p.name for p in plots.glob("*.png"))
+    assert pngs == [f"attention-{i:06d}.png" for i in range(5)]  # the empty line has nothing to plot
+    assert all((plots / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+
+    limited = tmp_path / "limited"
+    invoke("-m", str(model_dir), "-i", str(src), "--greedy", "--attention-plot", str(limited),
+           "--attention-plot-max", "2")
+    assert sorted(p.name for p in limited.glob("*.png")) == ["attention-000000.png", "attention-000001.png"]
+
+
+def test_cli_options_reach_the_search(model_dir, tmp_path):
+    src = tmp_path / "in.txt"
+    src.write_text("the house is small .\nwhere are you going ?\n", encoding="utf-8")
+    stdout = invoke("-m", str(model_dir), "-i", str(src), "--greedy", "--min-len", "9", "--max-len-a", "0",
+                    "--max-len-b", "9", "--json")
+    for r in map(json.loads, stdout.split("\n")[:-1]):
+        assert len(r["tokens"]) == 9
+    stdout = invoke("-m", str(model_dir), "-i", str(src), "--beam", "2", "--max-len-a", "0",
+                    "--max-len-b", "3", "--set", "decoding.min_len=3", "--json")
+    for r in map(json.loads, stdout.split("\n")[:-1]):
+        assert len(r["tokens"]) == 3
+    sampled = [invoke("-m", str(model_dir), "-i", str(src), "--sample", "--seed", str(seed), "--top-k", "5",
+                      "--temperature", "2", "--min-len", "6") for seed in (5, 5, 6)]
+    assert sampled[0] == sampled[1] != sampled[2]
+
+
+def test_cli_errors_are_one_line(model_dir, tmp_path):
+    res = run_cli("-m", str(tmp_path / "nope"))
+    assert res.returncode != 0 and res.stderr.decode().startswith("error: ")
+    assert "Traceback" not in res.stderr.decode()
+    res = run_cli("-m", str(model_dir), "--set", "decoding.beam_size=0", stdin=b"a\n")
+    assert res.returncode != 0 and "decoding.beam_size" in res.stderr.decode()
+    assert "Traceback" not in res.stderr.decode()

@@ -211,6 +211,8 @@ def bench_train(args: argparse.Namespace, files: dict[str, Path]) -> dict[str, A
         shutil.rmtree(model_dir, ignore_errors=True)
         training = {"max_steps": total, "max_time": 0, "max_epochs": 0, "log_every": log_every,
                     "validate_every": total, "valid_max_sentences": 50, "device": args.device}
+        if args.quick:
+            training["max_tokens"] = 1024  # a smoke run: small batches, so each update takes a moment
         cfg = write_config(arch, args.work / f"train-{arch}.yaml", files, args.work / "data-bin", model_dir,
                            training)
         print(f"train {arch}: {total} updates ({args.warmup} warm-up) ...", file=sys.stderr, flush=True)
@@ -219,7 +221,7 @@ def bench_train(args: argparse.Namespace, files: dict[str, Path]) -> dict[str, A
         entry = throughput(model_dir / "metrics.jsonl", args.warmup)
         params = re.search(r"([\d,]+) parameters", log.read_text(encoding="utf-8", errors="replace"))
         entry.update({"parameters": int(params.group(1).replace(",", "")) if params else None,
-                      "max_tokens": _config_value(arch, "training", "max_tokens"),
+                      "max_tokens": training.get("max_tokens", _config_value(arch, "training", "max_tokens")),
                       "command_seconds": round(wall, 2), "peak_rss_mib": _mib(rss)})
         results[arch] = entry
     return results
@@ -248,9 +250,9 @@ def translation_models(args: argparse.Namespace) -> dict[str, tuple[Path, bool]]
 def bench_translate(args: argparse.Namespace, files: dict[str, Path]) -> dict[str, Any]:
     source = files["test_src"]
     sentences = count_lines(source)
-    one_line = args.work / "one-line.txt"
-    with open(source, encoding="utf-8") as f:
-        one_line.write_text(f.readline(), encoding="utf-8")
+    # an empty line is answered without running the model: the command's fixed cost (start, load)
+    empty_line = args.work / "empty-line.txt"
+    empty_line.write_text("\n", encoding="utf-8")
     results = {}
     for name, (model, undertrained) in translation_models(args).items():
         checkpoint = "best" if (model / "checkpoint_best.pt").is_file() else "last"
@@ -258,9 +260,11 @@ def bench_translate(args: argparse.Namespace, files: dict[str, Path]) -> dict[st
         for mode, flags in (("greedy", ["--greedy"]), ("beam5", ["--beam", "5"])):
             base = ["translate", "--model", str(model), "--checkpoint", checkpoint, "--device", args.device,
                     *flags]
+            if args.quick:  # an undertrained model babbles up to the length limit: keep that short
+                base += ["--max-len-a", "0", "--max-len-b", "20"]
             print(f"translate {name} {mode}: {sentences:,} sentences ...", file=sys.stderr, flush=True)
             logs = args.work / "logs"
-            startup, _ = run_measured(mtkit(*base, "-i", str(one_line), "-o", str(args.work / "one.out")),
+            startup, _ = run_measured(mtkit(*base, "-i", str(empty_line), "-o", str(args.work / "empty.out")),
                                       logs / f"translate-{name}-{mode}-startup.log")
             hyp = args.work / f"hyp-{name}.{mode}.{TGT}"
             wall, rss = run_measured(mtkit(*base, "-i", str(source), "-o", str(hyp)),
@@ -325,8 +329,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--only", default="", help=f"comma-separated parts to run: {', '.join(PARTS)}")
     p.add_argument("--skip", default="", help="comma-separated parts to skip")
     p.add_argument("--quick", action="store_true", help="smoke run on a slice of the data")
-    p.add_argument("--steps", type=int, default=None, help="measured updates (default 100; quick 10)")
-    p.add_argument("--warmup", type=int, default=None, help="updates before measuring (default 20; quick 4)")
+    p.add_argument("--steps", type=int, default=None, help="measured updates (default 100; quick 6)")
+    p.add_argument("--warmup", type=int, default=None, help="updates before measuring (default 20; quick 2)")
     p.add_argument("--log-every", type=int, default=10, help="training log interval in updates")
     p.add_argument("--model", action="append", default=[], help="translate with this model dir (repeatable)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N, mps")
@@ -335,8 +339,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="results file (default bench/results.json; --quick: WORK/results-quick.json)")
     args = p.parse_args(argv)
     args.data = args.data or default_data()
-    args.steps = args.steps if args.steps is not None else (10 if args.quick else 100)
-    args.warmup = args.warmup if args.warmup is not None else (4 if args.quick else 20)
+    args.steps = args.steps if args.steps is not None else (6 if args.quick else 100)
+    args.warmup = args.warmup if args.warmup is not None else (2 if args.quick else 20)
     if args.steps < 1 or args.warmup < 0:
         p.error("--steps must be at least 1 and --warmup at least 0")
     if args.quick:
@@ -356,7 +360,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     files = corpus_files(args.data)
     args.work.mkdir(parents=True, exist_ok=True)
     if args.quick:
-        files = slice_corpus(files, args.work / "corpus", {"train": 3000, "dev": 50, "test": 50})
+        files = slice_corpus(files, args.work / "corpus", {"train": 2000, "dev": 20, "test": 20})
     results: dict[str, Any] = {}
     if args.out.is_file() and set(args.parts) != set(PARTS):
         results = json.loads(args.out.read_text(encoding="utf-8"))  # keep the parts not run now

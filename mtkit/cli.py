@@ -122,14 +122,14 @@ def prepare(
 def train(
     config: Path = typer.Argument(..., help="Experiment YAML."),
     set: list[str] = typer.Option([], "--set", help=SET_HELP),
-    resume: Optional[bool] = typer.Option(
+    resume: bool | None = typer.Option(
         None, "--resume/--no-resume",
         help="Continue from the model dir's last checkpoint (default: resume when one exists).",
     ),
-    device: Optional[str] = typer.Option(None, help="auto, cpu, cuda, cuda:N, mps."),
-    max_steps: Optional[int] = typer.Option(None, help="Stop after N updates."),
-    max_epochs: Optional[int] = typer.Option(None, help="Stop after N epochs."),
-    max_time: Optional[float] = typer.Option(None, help="Stop after N minutes."),
+    device: str | None = typer.Option(None, help="auto, cpu, cuda, cuda:N, mps."),
+    max_steps: int | None = typer.Option(None, help="Stop after N updates."),
+    max_epochs: int | None = typer.Option(None, help="Stop after N epochs."),
+    max_time: float | None = typer.Option(None, help="Stop after N minutes."),
 ) -> None:
     """Train a model (RNN or Transformer) on prepared data."""
     from mtkit.config import load_config
@@ -208,9 +208,32 @@ def translate(
 @app.command()
 def average(
     model_dir: Path = typer.Argument(..., help="Model directory."),
+    last: int | None = typer.Option(None, "--last", min=1, help="Average the N most recent checkpoints."),
+    best: int | None = typer.Option(None, "--best", min=1, help="Average the N best step checkpoints."),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="Output checkpoint (default MODEL_DIR/checkpoint_avg.pt)."
+    ),
 ) -> None:
     """Average the parameters of the last or best N checkpoints into one."""
-    raise MtkitError("average: not implemented yet")
+    from mtkit.train.average import average_checkpoints
+
+    path = average_checkpoints(model_dir, last=last, best=best, output=output)
+    typer.echo(f"wrote {path}", err=True)
+
+
+# ---------------------------------------------------------------------------------------------- plot
+@app.command()
+def plot(
+    model_dir: Path = typer.Argument(..., help="Model directory (reads its metrics.jsonl)."),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="PNG file (default MODEL_DIR/curves.png)."
+    ),
+) -> None:
+    """Plot learning curves (train/dev loss, dev BLEU and chrF over updates) as a PNG."""
+    from mtkit.train.curves import plot_curves
+
+    path = plot_curves(model_dir, output)
+    typer.echo(f"wrote {path}", err=True)
 
 
 # --------------------------------------------------------------------------------------------- score
@@ -253,12 +276,15 @@ def config_keys() -> None:
 def params(
     config: Path = typer.Argument(..., help="Experiment YAML."),
     set: list[str] = typer.Option([], "--set", help=SET_HELP),
-    src_vocab: Optional[int] = typer.Option(
-        None, "--src-vocab", min=4, help="Source vocabulary size (default: meta.json of data.dir, else bpe.vocab_size)."
+    src_vocab: int | None = typer.Option(
+        None, "--src-vocab", min=4,
+        help="Source vocabulary size (default: data.dir/meta.json, else bpe.vocab_size).",
     ),
-    tgt_vocab: Optional[int] = typer.Option(None, "--tgt-vocab", min=4, help="Target vocabulary size (as --src-vocab)."),
-    joint: Optional[bool] = typer.Option(
-        None, "--joint/--no-joint", help="Joint vocabulary (default: meta.json, else bpe.joint)."
+    tgt_vocab: int | None = typer.Option(
+        None, "--tgt-vocab", min=4, help="Target vocabulary size (default as for --src-vocab)."
+    ),
+    joint: bool | None = typer.Option(
+        None, "--joint/--no-joint", help="Joint vocabulary (default: data.dir/meta.json, else bpe.joint)."
     ),
 ) -> None:
     """Print the parameter count of the model a config describes, per component and in total."""
@@ -282,7 +308,9 @@ def params(
     src_vocab = src_vocab or int(meta.get("src_vocab_size", cfg.bpe.vocab_size))
     tgt_vocab = tgt_vocab or int(meta.get("tgt_vocab_size", cfg.bpe.vocab_size))
     if joint and src_vocab != tgt_vocab:
-        raise MtkitError(f"--joint needs equal vocabularies, got --src-vocab {src_vocab} and --tgt-vocab {tgt_vocab}")
+        raise MtkitError(
+            f"--joint needs equal vocabularies, got --src-vocab {src_vocab} and --tgt-vocab {tgt_vocab}"
+        )
     try:
         model = build_on_meta(cfg.model, src_vocab, tgt_vocab, joint)
     except ValueError as exc:  # e.g. dot attention with mismatched sizes
@@ -291,7 +319,8 @@ def params(
                   title=f"{cfg.model.arch}: vocab {src_vocab}→{tgt_vocab}{' (joint)' if joint else ''}")
     for label, count, note in parameter_breakdown(model):
         table.add_row(label, f"{count:,}", note)
-    table.add_row("total", f"{model.num_parameters():,}", f"{model.num_parameters() / 1e6:.1f}M", style="bold")
+    total = model.num_parameters()
+    table.add_row("total", f"{total:,}", f"{total / 1e6:.1f}M", style="bold")
     Console().print(table)
 
 

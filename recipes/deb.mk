@@ -81,6 +81,10 @@ $(STAMPS)/%.fresh: %.yaml $(BIN)/meta.json
 $(STAMPS)/%.budget: FORCE
 	$(call value_stamp,$@,max_time=$(TIME) max_steps=$(STEPS))
 
+# Named here so make does not take them for intermediate files of a chain and delete them after the run.
+.PHONY: stamps
+stamps: $(foreach m,$(MODELS),$(STAMPS)/$(m).fresh $(STAMPS)/$(m).budget)
+
 $(STAMPS)/%.trained: %.yaml $(STAMPS)/%.fresh $(STAMPS)/%.budget
 	$(MTKIT) train $< --max-time $(TIME) --max-steps $(STEPS) --device $(DEVICE)
 	@touch $@

@@ -20,10 +20,13 @@ def _sentence(rng: random.Random, min_words: int, max_words: int) -> str:
 
 
 def make_data_dir(root: Path, n_train: int = 200, n_dev: int = 16, task: str = "copy", seed: int = 0,
-                  vocab_size: int = 40, min_words: int = 2, max_words: int = 6) -> Path:
+                  vocab_size: int = 40, min_words: int = 2, max_words: int = 6,
+                  random_ids: tuple[int, int] | None = None) -> Path:
     """A data dir like `mtkit prepare` writes: joint BPE model, train/dev shards, meta.json.
 
-    task: "copy" (target = source ids) or "reverse" (target = source ids reversed)."""
+    task: "copy" (target = source ids) or "reverse" (target = source ids reversed).
+    random_ids=(lo, hi): sentences are uniform random token ids of length lo..hi instead of encoded
+    text (the BPE model still decodes them for validation)."""
     rng = random.Random(seed)
     data = Path(root) / "data"
     data.mkdir(parents=True, exist_ok=True)
@@ -33,6 +36,8 @@ def make_data_dir(root: Path, n_train: int = 200, n_dev: int = 16, task: str = "
     model = train_bpe([str(corpus)], str(data / "bpe"), vocab_size=vocab_size)
     bpe = Bpe(model)
     ids = bpe.encode_ids(text)
+    if random_ids is not None:
+        ids = [[rng.randrange(4, len(bpe)) for _ in range(rng.randint(*random_ids))] for _ in ids]
     dtype = token_dtype(len(bpe))
     splits: dict[str, Any] = {}
     for split, rows in (("train", ids[:n_train]), ("dev", ids[n_train:])):

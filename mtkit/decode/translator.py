@@ -446,7 +446,9 @@ def run_translate(model: str | Path, input: str = "-", output: str | None = None
         if bar is not None:
             bar.stop()
         out.flush()
-        if output not in (None, "-"):
+        if output in (None, "-"):
+            out.detach()  # the wrapper must not close sys.stdout's buffer when it is collected
+        else:
             out.close()
     return count
 

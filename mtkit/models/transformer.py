@@ -70,7 +70,8 @@ class EncoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         pre = cfg.norm == "pre"
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.heads, cfg.attention_dropout, True, _relative(cfg))
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.heads, cfg.attention_dropout, True,
+                                            _relative(cfg))
         self.self_res = _Residual(cfg.d_model, cfg.dropout, pre)
         self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.activation_dropout)
         self.ffn_res = _Residual(cfg.d_model, cfg.dropout, pre)
@@ -85,7 +86,8 @@ class DecoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         pre = cfg.norm == "pre"
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.heads, cfg.attention_dropout, True, _relative(cfg))
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.heads, cfg.attention_dropout, True,
+                                            _relative(cfg))
         self.self_res = _Residual(cfg.d_model, cfg.dropout, pre)
         self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.heads, cfg.attention_dropout, False)
         self.cross_res = _Residual(cfg.d_model, cfg.dropout, pre)
@@ -101,27 +103,25 @@ class DecoderLayer(nn.Module):
         x = self.cross_res.after(x, y)
         return self.ffn_res.after(x, self.ffn(self.ffn_res.before(x))), weights
 
-    def step(self, x: Tensor, cache: Tensor, length: int, keys: Tensor, values: Tensor, mask: Tensor,
-             need_weights: bool) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        y, new_kv = self.self_attn.forward_self_step(self.self_res.before(x), cache, length)
+    def step(self, x: Tensor, cache: tuple[Tensor, Tensor] | None, keys: Tensor, values: Tensor,
+             mask: Tensor, need_weights: bool) -> tuple[Tensor, tuple[Tensor, Tensor], Tensor | None]:
+        y, cache = self.self_attn.forward_self_step(self.self_res.before(x), cache)
         x = self.self_res.after(x, y)
         y, weights = self.cross_attn.forward_cross(self.cross_res.before(x), keys, values, mask, need_weights)
         x = self.cross_res.after(x, y)
-        return self.ffn_res.after(x, self.ffn(self.ffn_res.before(x))), new_kv, weights
+        return self.ffn_res.after(x, self.ffn(self.ffn_res.before(x))), cache, weights
 
 
 @dataclass
 class TransformerState:
-    """Decoder self-attention cache of all layers, time-major: [capacity, 2 (key, value), layers, B, H, dk].
+    """Decoder self-attention cache: per layer, keys and values [B, H, t, dk] of the t tokens so far."""
 
-    Positions < ``length`` are filled. Time-major keeps the filled part a contiguous prefix, so a
-    beam reorder is one ``index_select`` of exactly that prefix, and a step writes one new slot in
-    place instead of concatenating the whole history. (``step`` may therefore update the cache of
-    the state it is given; use the returned state afterwards, not the old one.)
-    """
+    keys: list[Tensor]
+    values: list[Tensor]
 
-    cache: Tensor
-    length: int = 0
+    @property
+    def length(self) -> int:
+        return self.keys[0].size(2) if self.keys else 0
 
 
 class Transformer(Seq2Seq):
@@ -218,46 +218,32 @@ class Transformer(Seq2Seq):
             extra.extend(layer.cross_attn.project_memory(memory, contiguous=True))
         return EncoderOutput(memory, src_mask, tuple(extra))
 
-    def _empty_cache(self, capacity: int, batch: int, like: Tensor) -> Tensor:
-        heads = self.cfg.heads
-        return like.new_empty(capacity, 2, len(self.decoder_layers), batch, heads, self.d_model // heads)
-
     def init_state(self, enc: EncoderOutput) -> TransformerState:
-        # room for a typical output (max_len_a·S + max_len_b) without growing
-        capacity = int(1.25 * enc.memory.size(1)) + 16
-        return TransformerState(self._empty_cache(capacity, enc.memory.size(0), enc.extra[1]), 0)
+        return TransformerState([], [])
 
     def step(self, prev_tokens: Tensor, state: TransformerState, enc: EncoderOutput,
              need_attention: bool = False, attn_layer: int = -1
              ) -> tuple[Tensor, TransformerState, Tensor | None]:
-        length, cache = state.length, state.cache
-        if length == cache.size(0) and not torch.is_grad_enabled():  # out of room: double the capacity
-            grown = self._empty_cache(2 * length, cache.size(3), cache)
-            grown[:length] = cache
-            cache = grown
-        x = self._embed(prev_tokens.unsqueeze(1), self.tgt_embed, self.positions, length)
+        x = self._embed(prev_tokens.unsqueeze(1), self.tgt_embed, self.positions, state.length)
         extra = enc.extra
         mask = extra[0]
         wanted = self._layer_index(attn_layer) if need_attention else -1
-        new_kv = []
+        keys: list[Tensor] = []
+        values: list[Tensor] = []
         attention = None
         for i, layer in enumerate(self.decoder_layers):
-            x, kv, weights = layer.step(x, cache[:, :, i], length, extra[1 + 2 * i], extra[2 + 2 * i], mask,
-                                        i == wanted)
-            new_kv.append(kv)
+            cache = (state.keys[i], state.values[i]) if state.keys else None
+            x, (k, v), weights = layer.step(x, cache, extra[1 + 2 * i], extra[2 + 2 * i], mask, i == wanted)
+            keys.append(k)
+            values.append(v)
             if weights is not None:
                 attention = weights[:, :, 0]
-        if new_kv[0] is not None:  # autograd on: build the longer cache functionally
-            cache = torch.cat((cache[:length], torch.stack(new_kv, dim=1).unsqueeze(0)), dim=0)
         log_probs = log_softmax_float(self._project(x[:, 0]))
-        return log_probs, TransformerState(cache, length + 1), attention
+        return log_probs, TransformerState(keys, values), attention
 
     def reorder_state(self, state: TransformerState, index: Tensor) -> TransformerState:
-        cache = state.cache
-        reordered = self._empty_cache(cache.size(0), index.numel(), cache)
-        if state.length:
-            torch.index_select(cache[: state.length], 3, index, out=reordered[: state.length])
-        return TransformerState(reordered, state.length)
+        return TransformerState([k.index_select(0, index) for k in state.keys],
+                                [v.index_select(0, index) for v in state.values])
 
     def reorder_encoder(self, enc: EncoderOutput, index: Tensor) -> EncoderOutput:
         extra = tuple(t.index_select(0, index) for t in enc.extra)

@@ -28,10 +28,10 @@ import torch
 from torch import nn
 
 from mtkit.bpe import PAD_ID, Bpe
-from mtkit.config import Config, TrainingConfig, from_dict, save_config, to_dict
+from mtkit.config import Config, from_dict, save_config, to_dict
 from mtkit.data.batching import Batch, TokenBatchSampler, collate, sampler_for
 from mtkit.data.shards import ParallelData, write_meta
-from mtkit.errors import CheckpointError, ConfigError, DataError, MtkitError
+from mtkit.errors import CheckpointError, DataError, MtkitError
 from mtkit.models import build_model
 from mtkit.textio import warn
 from mtkit.train.checkpoint import (
@@ -53,6 +53,7 @@ from mtkit.train.distributed import (
 )
 from mtkit.train.loss import diversity_penalty, label_smoothed_nll
 from mtkit.train.progress import TrainingDisplay
+from mtkit.train.runtime import autocast, configure_cpu, keep_freed_memory, make_optimizer, resolve_precision
 from mtkit.train.sampling import gold_probability, mix_predictions
 from mtkit.train.schedules import LRSchedule, is_improvement
 from mtkit.train.validation import DevSet, build_dev_set, evaluate
@@ -67,36 +68,6 @@ def train(cfg: Config, resume: bool | None = None) -> None:
         Trainer(cfg, info, device, resume).run()
     finally:
         shutdown_distributed()
-
-
-def resolve_precision(precision: str, device: torch.device) -> torch.dtype | None:
-    """The autocast dtype (None = fp32)."""
-    if precision == "fp32":
-        return None
-    if precision == "auto":
-        if device.type == "cuda" and torch.cuda.is_bf16_supported():
-            return torch.bfloat16
-        return None
-    if precision == "bf16":
-        if device.type == "cuda" and not torch.cuda.is_bf16_supported():
-            raise ConfigError("training.precision=bf16 but this GPU does not support bfloat16 (use fp16)")
-        return torch.bfloat16
-    if device.type not in ("cuda", "mps"):
-        raise ConfigError("training.precision=fp16 needs a GPU (use bf16 or fp32 on CPU)")
-    return torch.float16
-
-
-def make_optimizer(model: nn.Module, tc: TrainingConfig, device: torch.device) -> torch.optim.Optimizer:
-    """Adam/AdamW; the fused kernel where the device has one (on CPU it is ~7× faster than foreach)."""
-    cls = torch.optim.AdamW if tc.optimizer == "adamw" else torch.optim.Adam
-    kwargs = {"lr": tc.lr, "betas": (tc.betas[0], tc.betas[1]), "eps": tc.eps, "weight_decay": tc.weight_decay}
-    params = [p for p in model.parameters() if p.requires_grad]
-    if device.type in ("cuda", "cpu", "mps"):
-        try:
-            return cls(params, fused=True, **kwargs)
-        except (RuntimeError, ValueError, TypeError):
-            pass
-    return cls(params, **kwargs)
 
 
 def prepare_model_dir(cfg: Config, meta: dict[str, Any], model_dir: Path) -> None:
@@ -121,9 +92,9 @@ class Trainer:
         self.cfg, self.tc, self.info, self.device = cfg, cfg.training, info, device
         tc = self.tc
         self.model_dir = Path(tc.model_dir)
-        threads = tc.threads or max(1, len(os.sched_getaffinity(0)) // max(1, info.local_world_size))
-        torch.set_num_threads(threads)
-        self.threads = threads
+        self.threads = configure_cpu(tc.threads, info.local_world_size)
+        if device.type == "cpu":
+            keep_freed_memory()
 
         self.train_data = ParallelData(cfg.data.dir, "train")
         if len(self.train_data) == 0:
@@ -186,8 +157,8 @@ class Trainer:
 
     def _maybe_resume(self, resume: bool | None) -> int | None:
         last = self.model_dir / "checkpoint_last.pt"
-        if resume is None:
-            resume = last.is_file()
+        if resume is None:  # rank 0 decides, so that no rank resumes while another starts afresh
+            resume = bool(broadcast_object(last.is_file(), self.info))
         if not resume:
             if self.info.is_main and last.is_file():
                 warn(f"{self.model_dir} holds checkpoints of an earlier run: starting afresh (--no-resume) "
@@ -278,9 +249,7 @@ class Trainer:
 
     # ------------------------------------------------------------------------------- validation
     def _autocast(self) -> contextlib.AbstractContextManager:
-        if self.autocast_dtype is None:
-            return contextlib.nullcontext()
-        return torch.autocast(device_type=self.device.type, dtype=self.autocast_dtype)
+        return autocast(self.device, self.autocast_dtype)
 
     def _validate(self) -> bool:
         """Evaluate on dev (rank 0), keep checkpoints, update plateau/early stopping; True = stop."""
@@ -373,6 +342,7 @@ class Trainer:
                 if need_attention and attn is not None:
                     penalty = diversity_penalty(attn, batch.tgt_out != PAD_ID, batch.src != PAD_ID)
                     loss = loss + tc.diversity_penalty * penalty
+                del logits, attn  # the [tokens, vocab] logits are not needed by the backward
                 if self.scaler is not None:
                     self.scaler.scale(loss).backward()
                 else:

@@ -1,0 +1,127 @@
+"""Token-budget batching: budget, coverage, determinism, shuffling, DDP sharding, collation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mtkit.bpe import BOS_ID, EOS_ID, PAD_ID
+from mtkit.data.batching import TokenBatchSampler, batch_cost_lengths, collate, pack_sorted, sampler_for
+from mtkit.data.shards import ParallelData, ShardWriter, write_meta
+
+
+@pytest.fixture()
+def lengths() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    src = rng.integers(1, 60, size=500)
+    tgt = np.clip(src + rng.integers(-5, 6, size=500), 1, None)
+    return src, tgt
+
+
+def _cost(batch: np.ndarray, src: np.ndarray, tgt: np.ndarray) -> int:
+    return len(batch) * int(batch_cost_lengths(src[batch], tgt[batch]).max())
+
+
+def test_batches_respect_the_budget_and_cover_each_sentence_once(lengths):
+    src, tgt = lengths
+    sampler = TokenBatchSampler(src, tgt, max_tokens=300, seed=3)
+    batches = sampler.epoch_batches(1)
+    assert all(_cost(b, src, tgt) <= 300 for b in batches)
+    assert sorted(np.concatenate(batches).tolist()) == list(range(len(src)))
+    # the budget is used: joining any batch with a neighbour of the sorted order would overflow it
+    assert np.mean([_cost(b, src, tgt) for b in batches]) > 0.7 * 300
+
+
+def test_sorting_keeps_padding_small(lengths):
+    src, tgt = lengths
+    sampler = TokenBatchSampler(src, tgt, max_tokens=300, seed=3)
+    rng = np.random.default_rng(1)
+    random_order = rng.permutation(len(src))
+    # same budget, no length sorting: batches of random lengths (greedy packing in random order)
+    unsorted = []
+    start = 0
+    cost_len = batch_cost_lengths(src, tgt)
+    while start < len(src):
+        end = start + 1
+        while end < len(src) and (end - start + 1) * cost_len[random_order[start:end + 1]].max() <= 300:
+            end += 1
+        unsorted.append(random_order[start:end])
+        start = end
+    from mtkit.data.batching import padding_fraction
+
+    assert sampler.padding_fraction(1) < 0.1
+    assert sampler.padding_fraction(1) < padding_fraction(unsorted, src, tgt) / 3
+
+
+def test_epoch_lists_are_reproducible_and_shuffled(lengths):
+    src, tgt = lengths
+    a = TokenBatchSampler(src, tgt, max_tokens=300, seed=7)
+    b = TokenBatchSampler(src, tgt, max_tokens=300, seed=7)
+    for epoch in (1, 2, 5):
+        assert [x.tolist() for x in a.epoch_batches(epoch)] == [x.tolist() for x in b.epoch_batches(epoch)]
+    e1, e2 = a.epoch_batches(1), a.epoch_batches(2)
+    assert [x.tolist() for x in e1] != [x.tolist() for x in e2]
+    other_seed = TokenBatchSampler(src, tgt, max_tokens=300, seed=8).epoch_batches(1)
+    assert [x.tolist() for x in e1] != [x.tolist() for x in other_seed]
+    # the order of batches is shuffled, not ascending in length
+    first_len = [int(batch_cost_lengths(src[x], tgt[x]).max()) for x in e1]
+    assert first_len != sorted(first_len)
+
+
+def test_unshuffled_sampler_is_length_sorted(lengths):
+    src, tgt = lengths
+    batches = TokenBatchSampler(src, tgt, max_tokens=300, shuffle=False).epoch_batches(1)
+    longest = [int(batch_cost_lengths(src[b], tgt[b]).max()) for b in batches]
+    assert longest == sorted(longest)
+
+
+def test_a_sentence_longer_than_the_budget_gets_a_batch_of_its_own():
+    lengths = np.array([5, 5, 50, 5])
+    order = np.argsort(lengths, kind="stable")
+    batches = pack_sorted(order, lengths, max_tokens=20)
+    assert [b.tolist() for b in batches] == [[0, 1, 3], [2]]
+
+
+def test_ddp_ranks_get_disjoint_shards_of_equal_length(lengths):
+    src, tgt = lengths
+    full = TokenBatchSampler(src, tgt, max_tokens=300, seed=2).epoch_batches(4)
+    ranks = [TokenBatchSampler(src, tgt, max_tokens=300, seed=2, rank=r, world_size=3).epoch_batches(4)
+             for r in range(3)]
+    assert len({len(r) for r in ranks}) == 1
+    assert len(ranks[0]) == -(-len(full) // 3)
+    seen = [x.tolist() for r in ranks for x in r]
+    # every batch of the full list is trained on; only the padding repeats (at most world_size - 1)
+    assert {tuple(x) for x in seen} == {tuple(x.tolist()) for x in full}
+    assert len(seen) - len(full) < 3
+
+
+def _write_split(tmp_path, pairs):
+    dtype = np.dtype(np.uint16)
+    src_w, tgt_w = ShardWriter(tmp_path / "train.src", dtype), ShardWriter(tmp_path / "train.tgt", dtype)
+    for s, t in pairs:
+        src_w.add(s)
+        tgt_w.add(t)
+    src_w.close()
+    tgt_w.close()
+    write_meta(tmp_path, {"dtype": "uint16", "src_vocab_size": 50, "tgt_vocab_size": 50, "joint": True,
+                          "splits": {"train": {"sentences": len(pairs)}}})
+    return ParallelData(tmp_path, "train")
+
+
+def test_collate_pads_and_adds_bos_eos(tmp_path):
+    data = _write_split(tmp_path, [([10, 11, 12], [20]), ([13], [21, 22, 23]), ([14, 15], [24, 25])])
+    batch = collate(data, np.array([1, 0]))
+    assert batch.src.tolist() == [[13, PAD_ID, PAD_ID], [10, 11, 12]]
+    assert batch.tgt_in.tolist() == [[BOS_ID, 21, 22, 23], [BOS_ID, 20, PAD_ID, PAD_ID]]
+    assert batch.tgt_out.tolist() == [[21, 22, 23, EOS_ID], [20, EOS_ID, PAD_ID, PAD_ID]]
+    assert batch.num_tgt_tokens == 6 and batch.num_src_tokens == 4
+    assert batch.ids.tolist() == [1, 0]
+
+
+def test_sampler_reads_lengths_from_the_shards(tmp_path):
+    data = _write_split(tmp_path, [([1] * n, [2] * (n + 1)) for n in range(1, 30)])
+    sampler = sampler_for(data, max_tokens=64, seed=1)
+    batches = sampler.epoch_batches(1)
+    for b in batches:
+        collated = collate(data, b)
+        assert collated.src.numel() <= 64 and collated.tgt_in.numel() <= 64

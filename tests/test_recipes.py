@@ -1,0 +1,216 @@
+"""The recipes: their configs are valid and consistent, and their Makefiles do the right amount of work.
+
+The Makefile behaviour is checked with a stand-in for `mtkit` (MTKIT=...) that writes the files each
+stage would write and logs its calls, so a whole recipe runs in a second: the first run does every
+stage, the second does nothing, and changing one input redoes exactly what depends on it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mtkit.config import load_config, to_dict
+
+RECIPES = Path(__file__).resolve().parents[1] / "recipes"
+DEB = ("deb-en-de", "deb-en-es")
+
+needs_make = pytest.mark.skipif(shutil.which("make") is None, reason="GNU make is not installed")
+
+
+# -------------------------------------------------------------------------------------------- configs
+@pytest.mark.parametrize("path", sorted(RECIPES.glob("*/*.yaml")), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_recipe_config_is_valid(path: Path) -> None:
+    load_config(path)
+
+
+@pytest.mark.parametrize("recipe", DEB)
+def test_deb_configs_share_data_and_bpe_so_one_data_bin_serves_both(recipe: str) -> None:
+    transformer = to_dict(load_config(RECIPES / recipe / "transformer.yaml"))
+    rnn = to_dict(load_config(RECIPES / recipe / "rnn.yaml"))
+    assert transformer["data"] == rnn["data"]
+    assert transformer["bpe"] == rnn["bpe"]
+    tgt = recipe.rsplit("-", 1)[1]
+    assert transformer["data"]["tgt_lang"] == tgt and transformer["data"]["train_tgt"].endswith(f".{tgt}.gz")
+    assert transformer["training"]["model_dir"] == "work/transformer"
+    assert rnn["training"]["model_dir"] == "work/rnn"
+
+
+@pytest.mark.parametrize("recipe", DEB)
+def test_deb_models_are_the_documented_architectures(recipe: str) -> None:
+    t = load_config(RECIPES / recipe / "transformer.yaml")
+    assert (t.model.arch, t.model.d_model, t.model.encoder_layers, t.model.decoder_layers, t.model.heads,
+            t.model.d_ff) == ("transformer", 256, 3, 3, 4, 1024)
+    assert (t.bpe.joint, t.bpe.vocab_size, t.training.max_tokens) == (True, 8000, 4096)
+    r = load_config(RECIPES / recipe / "rnn.yaml")
+    assert (r.model.arch, r.model.rnn_type, r.model.bidirectional) == ("rnn", "lstm", True)
+    assert (r.model.attention, r.model.attention_style) == ("additive", "bahdanau")
+
+
+# ------------------------------------------------------------------------------------------ Makefiles
+FAKE_MTKIT = r'''
+"""Stand-in for `mtkit`: writes what each stage writes, and logs the call."""
+import os, shutil, sys
+from pathlib import Path
+from mtkit.config import load_config
+
+args = sys.argv[1:]
+with open(os.environ["FAKE_LOG"], "a") as log:
+    log.write(" ".join(args) + "\n")
+cmd = args[0]
+
+def opt(name, default=None):
+    return args[args.index(name) + 1] if name in args else default
+
+def config():
+    sets = [args[i + 1] for i, a in enumerate(args) if a == "--set"]
+    return load_config(args[1], sets)
+
+if cmd == "prepare":  # like mtkit: meta.json is rewritten only when the inputs changed
+    cfg = config()
+    out = Path(cfg.data.dir)
+    stamp = "".join(str(os.stat(p).st_mtime_ns) for p in (cfg.data.train_src, cfg.data.train_tgt))
+    if not (out / "meta.json").is_file() or (out / "meta.json").read_text() != stamp:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "meta.json").write_text(stamp)
+elif cmd == "train":
+    cfg = config()
+    model = Path(cfg.training.model_dir)
+    model.mkdir(parents=True, exist_ok=True)
+    (model / "checkpoint_best.pt").write_text(opt("--max-time", "0"))
+elif cmd == "translate":
+    assert Path(opt("--model"), "checkpoint_best.pt").is_file()
+    shutil.copyfile(opt("-i"), opt("-o"))
+    if opt("--attention-plot"):
+        Path(opt("--attention-plot"), "attention-000000.png").write_bytes(b"png")
+elif cmd == "score":
+    print("TABLE", " ".join(a for a in args if a.startswith("work")))
+'''
+
+
+def _copy_recipe(name: str, root: Path) -> Path:
+    (root / "recipes").mkdir(parents=True)
+    for shared in ("common.mk", "deb.mk"):
+        shutil.copy(RECIPES / shared, root / "recipes" / shared)
+    target = root / "recipes" / name
+    shutil.copytree(RECIPES / name, target, ignore=shutil.ignore_patterns("work", "__pycache__"))
+    return target
+
+
+def _make(recipe: Path, log: Path, fake: Path, *variables: str) -> list[str]:
+    """Run make in `recipe` with the stand-in; return the mtkit commands it ran (first word each)."""
+    log.write_text("")
+    env = dict(os.environ, FAKE_LOG=str(log))
+    proc = subprocess.run(["make", "--no-print-directory", f"MTKIT={sys.executable} {fake}", *variables],
+                          cwd=recipe, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return [line.split()[0] for line in log.read_text().splitlines()]
+
+
+def _fake_corpus(root: Path, src: str, tgt: str) -> Path:
+    data = root / "corpus"
+    data.mkdir()
+    for split in ("train", "dev", "test"):
+        for lang in (src, tgt):
+            suffix = ".gz" if split == "train" else ""
+            (data / f"{split}.{lang}{suffix}").write_text(f"a short {split} sentence in {lang} here\n")
+    return data
+
+
+def _bump(path: Path) -> None:
+    """Touch `path`, making it newer than everything made so far (but not in the future)."""
+    time.sleep(0.05)
+    os.utime(path)
+
+
+@needs_make
+def test_deb_recipe_runs_every_stage_once_then_nothing(tmp_path: Path) -> None:
+    recipe = _copy_recipe("deb-en-de", tmp_path)
+    fake = tmp_path / "fake_mtkit.py"
+    fake.write_text(FAKE_MTKIT)
+    log = tmp_path / "calls.log"
+    data = _fake_corpus(tmp_path, "en", "de")
+
+    calls = _make(recipe, log, fake, f"DATA={data}", "TIME=1")
+    # one prepare, a training per model, greedy + beam + attention sample per model, one score
+    assert sorted(calls) == sorted(["prepare", "train", "train", *["translate"] * 6, "score"])
+    assert (recipe / "work" / "data" / "train.en.gz").resolve() == data / "train.en.gz"
+    assert sorted(p.name for p in (recipe / "work" / "hyp").iterdir()) == [
+        "rnn.beam5.de", "rnn.greedy.de", "transformer.beam5.de", "transformer.greedy.de"]
+    assert "TABLE" in (recipe / "work" / "scores.txt").read_text()
+    assert list((recipe / "work" / "attention" / "rnn").glob("*.png"))
+
+    assert _make(recipe, log, fake, f"DATA={data}", "TIME=1") == []  # finished: nothing to do
+
+    # a longer budget retrains (resuming) and redoes what depends on the model, not prepare
+    calls = _make(recipe, log, fake, f"DATA={data}", "TIME=2", "MODELS=transformer")
+    assert sorted(calls) == sorted(["train", "translate", "translate", "translate", "score"])
+    assert (recipe / "work" / "transformer" / "checkpoint_best.pt").read_text() == "2"
+
+    # editing one model's config retrains that model only; prepare runs but leaves meta.json alone
+    _bump(recipe / "rnn.yaml")
+    calls = _make(recipe, log, fake, f"DATA={data}", "TIME=2", "MODELS=rnn")
+    assert sorted(calls) == sorted(["train", "translate", "translate", "translate", "score"])
+    _bump(recipe / "transformer.yaml")  # the config prepare reads: prepare runs, the RNN is not retrained
+    calls = _make(recipe, log, fake, f"DATA={data}", "TIME=2")
+    assert sorted(calls) == sorted(["prepare", "train", "translate", "translate", "translate", "score"])
+    assert _make(recipe, log, fake, f"DATA={data}", "TIME=2") == []
+
+    # new training data: prepare rewrites meta.json, so the model starts again from scratch
+    _bump(data / "train.de.gz")
+    calls = _make(recipe, log, fake, f"DATA={data}", "TIME=2", "MODELS=rnn")
+    assert sorted(calls) == sorted(["prepare", "train", "translate", "translate", "translate", "score"])
+
+
+@needs_make
+def test_deb_recipe_names_a_missing_corpus(tmp_path: Path) -> None:
+    recipe = _copy_recipe("deb-en-es", tmp_path)
+    proc = subprocess.run(["make", "--no-print-directory", f"DATA={tmp_path / 'nowhere'}", "data"],
+                          cwd=recipe, capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert f"{tmp_path / 'nowhere'}/train.en.gz not found; set DATA=" in proc.stderr
+
+
+@needs_make
+def test_deb_recipe_rejects_an_unknown_model(tmp_path: Path) -> None:
+    recipe = _copy_recipe("deb-en-de", tmp_path)
+    proc = subprocess.run(["make", "-n", "MODEL=lstm"], cwd=recipe, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode != 0 and "no lstm.yaml" in proc.stderr
+
+
+@needs_make
+def test_recipes_insist_on_running_in_their_directory(tmp_path: Path) -> None:
+    recipe = _copy_recipe("deb-en-de", tmp_path)
+    proc = subprocess.run(["make", "-n", "-f", str(recipe / "Makefile")], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode != 0 and "make -C" in proc.stderr
+
+
+@needs_make
+def test_demo_recipe_scores_against_the_copy_baseline_and_reruns_nothing(tmp_path: Path) -> None:
+    recipe = _copy_recipe("demo", tmp_path)
+    fake = tmp_path / "fake_mtkit.py"
+    fake.write_text(FAKE_MTKIT)
+    log = tmp_path / "calls.log"
+    data = recipe / "work" / "en-es" / "data"  # as fetch_bible.py leaves it (no download in tests)
+    data.mkdir(parents=True)
+    for split in ("train", "dev", "test"):
+        for lang in ("en", "es"):
+            (data / f"{split}.{lang}").write_text(f"a {split} verse in {lang} with enough words here\n")
+    (data / "SOURCE.txt").write_text("test corpus\n")
+
+    calls = _make(recipe, log, fake, "SRC=en", "TGT=es", "TIME=1")
+    assert sorted(calls) == sorted(["prepare", "train", "translate", "translate", "score"])
+    scores = (recipe / "work" / "en-es" / "scores.txt").read_text()
+    # the copy-the-source baseline is scored first, as the baseline of the significance test
+    assert scores.index("copy-source.es") < scores.index("mtkit.beam5.es")
+    baseline = recipe / "work" / "en-es" / "hyp" / "copy-source.es"
+    assert baseline.read_text() == (data / "test.en").read_text()
+    assert _make(recipe, log, fake, "SRC=en", "TGT=es", "TIME=1") == []

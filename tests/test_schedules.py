@@ -1,0 +1,113 @@
+"""LR schedules and scheduled sampling against their formulas."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from mtkit.bpe import BOS_ID, PAD_ID
+from mtkit.config import TrainingConfig
+from mtkit.train.sampling import gold_probability, mix_predictions
+from mtkit.train.schedules import LRSchedule
+
+STEPS = [1, 10, 399, 400, 401, 1000, 12345]
+
+
+def _schedule(**kw) -> LRSchedule:
+    return LRSchedule(TrainingConfig(**kw), model_dim=512)
+
+
+def test_noam():
+    s = LRSchedule(TrainingConfig(schedule="noam", lr=2.0, warmup_steps=400), model_dim=512)
+    for step in STEPS:
+        assert s(step) == pytest.approx(2.0 * 512 ** -0.5 * min(step ** -0.5, step * 400 ** -1.5))
+    assert max(STEPS, key=s) == 400  # peak at the end of warm-up
+
+
+def test_inverse_sqrt():
+    s = _schedule(schedule="inverse_sqrt", lr=5e-4, warmup_steps=400)
+    for step in STEPS:
+        assert s(step) == pytest.approx(5e-4 * min(step / 400, math.sqrt(400 / step)))
+    assert s(400) == pytest.approx(5e-4)
+    no_warmup = _schedule(schedule="inverse_sqrt", lr=1e-3, warmup_steps=0)
+    assert no_warmup(100) == pytest.approx(1e-4)
+
+
+def test_constant_with_and_without_warmup():
+    s = _schedule(schedule="constant", lr=1e-3, warmup_steps=100)
+    assert [s(x) for x in (1, 50, 100, 5000)] == pytest.approx([1e-5, 5e-4, 1e-3, 1e-3])
+    assert _schedule(schedule="constant", lr=1e-3, warmup_steps=0)(1) == pytest.approx(1e-3)
+
+
+def test_min_lr_bounds_the_decay_but_not_the_warmup():
+    s = _schedule(schedule="inverse_sqrt", lr=1e-3, warmup_steps=100, min_lr=5e-4)
+    assert s(10) == pytest.approx(1e-4)  # still warming up
+    assert s(100_000) == pytest.approx(5e-4)
+
+
+def test_plateau_decays_after_patience_validations_without_improvement():
+    s = _schedule(schedule="plateau", lr=1e-3, warmup_steps=0, plateau_factor=0.5, plateau_patience=2,
+                  valid_metric="bleu")
+    lrs = []
+    for bleu in [10, 12, 11, 12, 11.5, 13, 12, 12, 12, 12, 12, 12]:
+        s.observe(bleu)
+        lrs.append(s(1000))
+    # patience 2: the third validation in a row without a new best halves the LR (and resets the count)
+    assert lrs == pytest.approx([1e-3, 1e-3, 1e-3, 1e-3, 5e-4, 5e-4, 5e-4, 5e-4, 2.5e-4, 2.5e-4, 2.5e-4,
+                                 1.25e-4])
+    restored = _schedule(schedule="plateau", lr=1e-3, warmup_steps=0, plateau_patience=2, valid_metric="bleu")
+    restored.load_state_dict(s.state_dict())
+    assert restored(1000) == s(1000) and restored.state_dict() == s.state_dict()
+
+
+def test_plateau_on_loss_treats_lower_as_better():
+    s = _schedule(schedule="plateau", lr=1.0, warmup_steps=0, plateau_factor=0.1, plateau_patience=0,
+                  valid_metric="loss")
+    s.observe(3.0)
+    s.observe(2.0)
+    assert s(10) == 1.0
+    s.observe(2.5)
+    assert s(10) == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("kind,step,expected", [
+    ("none", 10**6, 1.0),
+    ("linear", 0, 1.0), ("linear", 500, 1 - 0.25 * 0.5), ("linear", 1000, 0.75), ("linear", 5000, 0.75),
+    ("exponential", 1000, 0.75), ("exponential", 500, 0.5 ** 0.5),
+    ("inverse_sigmoid", 0, 1000 / 1001), ("inverse_sigmoid", 3000, max(0.75, 1000 / (1000 + math.exp(3)))),
+])
+def test_gold_probability(kind, step, expected):
+    assert gold_probability(kind, step, k=1000, floor=0.75 if kind != "exponential" else 0.0) == \
+        pytest.approx(expected if kind != "exponential" else 0.5 ** (step / 1000))
+
+
+def test_inverse_sigmoid_decays_to_the_floor():
+    values = [gold_probability("inverse_sigmoid", s, 100, 0.2) for s in range(0, 2000, 100)]
+    assert values == sorted(values, reverse=True)
+    assert values[-1] == 0.2
+
+
+class _ShiftModel(nn.Module):
+    """Predicts token t + 100 at every position (so mixed-in predictions are recognisable)."""
+
+    def forward(self, src, tgt_in, need_attention=False, attn_layer=-1):
+        logits = torch.zeros(*tgt_in.shape, 200)
+        logits.scatter_(2, (tgt_in + 100).unsqueeze(-1), 1.0)
+        return logits, None
+
+
+def test_mix_predictions_feeds_the_previous_prediction():
+    tgt_in = torch.tensor([[BOS_ID, 5, 6, 7], [BOS_ID, 8, PAD_ID, PAD_ID]])
+    src = torch.ones(2, 3, dtype=torch.long)
+    model = _ShiftModel()
+    assert torch.equal(mix_predictions(model, src, tgt_in, 1.0), tgt_in)
+    all_model = mix_predictions(model, src, tgt_in, 0.0)
+    # position t gets the prediction made at t - 1; BOS and padding stay
+    assert all_model.tolist() == [[BOS_ID, BOS_ID + 100, 105, 106], [BOS_ID, BOS_ID + 100, PAD_ID, PAD_ID]]
+    torch.manual_seed(0)
+    half = mix_predictions(model, src, torch.full((64, 50), 10), 0.5)
+    mixed_share = (half[:, 1:] == 110).float().mean().item()
+    assert 0.4 < mixed_share < 0.6

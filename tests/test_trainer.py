@@ -1,0 +1,153 @@
+"""The training loop: learning, model dir contents, checkpoints, stopping rules, guards, curves."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from mtkit.config import from_dict, to_dict
+from mtkit.errors import MtkitError
+from mtkit.models import build_model
+from mtkit.train.checkpoint import load_checkpoint
+from mtkit.train.curves import plot_curves, read_metrics
+from mtkit.train.trainer import train
+
+sys.path.insert(0, str(Path(__file__).parent))
+from train_helpers import make_data_dir, tiny_config  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def copy_data(tmp_path_factory) -> Path:
+    return make_data_dir(tmp_path_factory.mktemp("copy"), n_train=1000, n_dev=30, random_ids=(3, 8),
+                         vocab_size=24)
+
+
+def _config(data: Path, model_dir: Path, arch: str = "transformer", **training):
+    cfg = tiny_config(data, model_dir, arch=arch, **training)
+    raw = to_dict(cfg)
+    if arch == "transformer":
+        raw["model"].update(d_model=64, heads=4, d_ff=128)
+    else:
+        raw["model"].update(emb_dim=32, hidden_size=64)
+    return from_dict(raw)
+
+
+def _events(model_dir: Path, kind: str) -> list[dict]:
+    return [e for e in read_metrics(model_dir / "metrics.jsonl") if e["event"] == kind]
+
+
+@pytest.mark.parametrize("arch", ["transformer", "rnn"])
+def test_model_learns_to_copy(copy_data, tmp_path, arch):
+    cfg = _config(copy_data, tmp_path / "m", arch, max_steps=400, validate_every=200, log_every=50,
+                  lr=3e-3, schedule="inverse_sqrt", warmup_steps=30, max_tokens=500)
+    train(cfg)
+    train_events, valid = _events(tmp_path / "m", "train"), _events(tmp_path / "m", "valid")
+    assert train_events[0]["loss"] > 2.0
+    assert train_events[-1]["loss"] < 0.1
+    assert valid[-1]["dev_loss"] < 0.15
+    assert valid[-1]["dev_bleu"] > 80
+
+
+def test_model_dir_holds_everything_the_translator_needs(copy_data, tmp_path):
+    model_dir = tmp_path / "m"
+    cfg = _config(copy_data, model_dir, max_steps=60, validate_every=10, log_every=10, keep_best=2, keep_last=1,
+                  valid_metric="bleu")
+    train(cfg)
+    for name in ("config.yaml", "meta.json", "bpe.model", "checkpoint_last.pt", "checkpoint_best.pt",
+                 "metrics.jsonl"):
+        assert (model_dir / name).is_file(), name
+    assert json.loads((model_dir / "meta.json").read_text()) == json.loads((copy_data / "meta.json").read_text())
+    valid = _events(model_dir, "valid")
+    assert [e["step"] for e in valid] == [10, 20, 30, 40, 50, 60]
+    ranked = sorted(valid, key=lambda e: (e["dev_bleu"], e["step"]), reverse=True)
+    kept = {int(p.stem.removeprefix("checkpoint_step")) for p in model_dir.glob("checkpoint_step*.pt")}
+    assert kept == {ranked[0]["step"], ranked[1]["step"], 60}  # best 2 by BLEU + the last one
+    best = load_checkpoint(model_dir / "checkpoint_best.pt")
+    assert best["step"] == ranked[0]["step"]
+    assert best["metrics"]["valid"]["dev_bleu"] == pytest.approx(ranked[0]["dev_bleu"])
+    model = build_model(from_dict(best["config"]).model, best["vocab"]["src_vocab_size"],
+                        best["vocab"]["tgt_vocab_size"], best["vocab"]["joint"])
+    model.load_state_dict(best["model"])
+    last = torch.load(model_dir / "checkpoint_last.pt", weights_only=True)  # plain tensors and lists only
+    assert last["step"] == 60 and {"optimizer", "scheduler", "rng", "data_state"} <= last.keys()
+    train_event = _events(model_dir, "train")[-1]
+    for key in ("step", "epoch", "loss", "ppl", "lr", "tokens_per_s", "padding", "elapsed"):
+        assert train_event[key] is not None, key
+    assert 0 <= train_event["padding"] < 0.5
+
+
+def test_early_stopping_and_max_epochs(copy_data, tmp_path):
+    # lr 0: the dev loss never improves after the first validation, so patience 2 stops at the third
+    cfg = _config(copy_data, tmp_path / "stop", lr=0.0, max_steps=1000, validate_every=5, patience=2)
+    train(cfg)
+    assert [e["step"] for e in _events(tmp_path / "stop", "valid")] == [5, 10, 15]
+    assert load_checkpoint(tmp_path / "stop" / "checkpoint_last.pt")["step"] == 15
+
+    cfg = _config(copy_data, tmp_path / "epochs", max_steps=0, max_epochs=2, validate_every=1000)
+    train(cfg)
+    last = load_checkpoint(tmp_path / "epochs" / "checkpoint_last.pt")
+    from mtkit.data.batching import sampler_for
+    from mtkit.data.shards import ParallelData
+
+    batches_per_epoch = len(sampler_for(ParallelData(copy_data, "train"), cfg.training.max_tokens))
+    assert last["step"] == 2 * batches_per_epoch
+    assert last["data_state"] == {"epoch": 3, "batch": 0, "world_size": 1}
+
+
+def test_update_freq_accumulates_batches(copy_data, tmp_path):
+    cfg = _config(copy_data, tmp_path / "acc", max_steps=5, update_freq=3, validate_every=1000)
+    train(cfg)
+    last = load_checkpoint(tmp_path / "acc" / "checkpoint_last.pt")
+    assert last["data_state"]["batch"] + (last["data_state"]["epoch"] - 1) * 14 == 15  # 14 batches/epoch
+
+
+def test_nonfinite_losses_skip_updates_then_abort(copy_data, tmp_path, monkeypatch, capsys):
+    import mtkit.train.trainer as trainer_module
+
+    real_loss = trainer_module.label_smoothed_nll
+
+    def poisoned(logits, target, eps):
+        loss, nll = real_loss(logits, target, eps)
+        return loss * float("nan"), nll
+
+    monkeypatch.setattr(trainer_module, "label_smoothed_nll", poisoned)
+    cfg = _config(copy_data, tmp_path / "nan", max_steps=50, save_every=2, max_nonfinite=3)
+    with pytest.raises(MtkitError, match="3 consecutive updates had a non-finite loss"):
+        train(cfg)
+    assert "skipped 1 update(s) with a non-finite loss" in capsys.readouterr().err
+    # no update was applied: the weights written at update 2 are the initial ones
+    saved = load_checkpoint(tmp_path / "nan" / "checkpoint_last.pt")
+    torch.manual_seed(cfg.training.seed)
+    fresh = build_model(cfg.model, saved["vocab"]["src_vocab_size"], saved["vocab"]["tgt_vocab_size"], True)
+    for key, value in fresh.state_dict().items():
+        assert torch.equal(value, saved["model"][key]), key
+
+
+@pytest.mark.parametrize("extra", [
+    {"scheduled_sampling": "linear", "ss_k": 10.0, "ss_min": 0.5},
+    {"diversity_penalty": 0.5},
+    {"precision": "bf16", "label_smoothing": 0.1, "update_freq": 2},
+])
+def test_training_options_run_and_learn(copy_data, tmp_path, extra):
+    cfg = _config(copy_data, tmp_path / "opt", max_steps=40, log_every=10, validate_every=40, **extra)
+    train(cfg)
+    losses = [e["loss"] for e in _events(tmp_path / "opt", "train")]
+    assert all(x == x and x < 10 for x in losses) and losses[-1] < losses[0]
+
+
+def test_learning_curves_png(copy_data, tmp_path):
+    cfg = _config(copy_data, tmp_path / "m", max_steps=20, validate_every=10, log_every=5)
+    train(cfg)
+    out = plot_curves(tmp_path / "m")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    result = subprocess.run([sys.executable, "-m", "mtkit", "plot", str(tmp_path / "m"), "-o",
+                             str(tmp_path / "c.png")], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(MtkitError, match="metrics.jsonl not found"):
+        plot_curves(tmp_path)

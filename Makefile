@@ -21,11 +21,13 @@ test: install
 lint: install
 	$(PYTHON) -m ruff check mtkit tests bench recipes
 
+# The recipe runs in its own directory: a PYTHON given as a relative path (.venv/bin/python) is made absolute.
 demo: install
-	$(MAKE) -C recipes/demo
+	$(MAKE) -C recipes/demo PYTHON="$(if $(findstring /,$(PYTHON)),$(abspath $(PYTHON)),$(PYTHON))"
 
+# e.g. make bench BENCH_ARGS="--quick" or BENCH_ARGS="--only translate --model DIR"
 bench: install
-	$(PYTHON) bench/run.py
+	$(PYTHON) bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(STAMP) .pytest_cache .ruff_cache

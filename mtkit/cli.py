@@ -8,7 +8,6 @@ from __future__ import annotations
 import sys
 import traceback
 from pathlib import Path
-from typing import Optional
 
 import typer
 

@@ -126,7 +126,9 @@ class TrainingConfig:
 
     model_dir: str = _f("model", "Directory for checkpoints, resolved config, BPE models and logs.")
     seed: int = _f(1, "Random seed (initialisation, batch order, dropout).")
-    max_tokens: int = _f(4096, "Token budget of a batch (max(src,tgt) length × sentences, padding included).", 1)
+    max_tokens: int = _f(
+        4096, "Token budget of a batch: sentences × max(src_len, tgt_len + 1), padding included.", 1
+    )
     update_freq: int = _f(1, "Accumulate gradients over this many batches per update.", 1)
     optimizer: Literal["adam", "adamw"] = _f("adam", "Optimizer.")
     lr: float = _f(1e-3, "Peak learning rate (noam: scale factor of the formula).", 0)
@@ -136,17 +138,21 @@ class TrainingConfig:
     schedule: Literal["noam", "inverse_sqrt", "constant", "plateau"] = _f(
         "inverse_sqrt", "Learning-rate schedule."
     )
-    warmup_steps: int = _f(1000, "Linear warm-up steps (noam, inverse_sqrt).", 0)
+    warmup_steps: int = _f(
+        1000, "Warm-up steps: linear for inverse_sqrt/constant/plateau; noam's formula has its own.", 0
+    )
     plateau_factor: float = _f(0.5, "plateau: multiply the LR by this when the dev metric stalls.", 0, 1)
     plateau_patience: int = _f(2, "plateau: validations without improvement before decaying.", 0)
-    min_lr: float = _f(0.0, "Lower bound of the learning rate.", 0)
+    min_lr: float = _f(0.0, "Lower bound of the learning rate once warm-up is over.", 0)
     clip_norm: float = _f(1.0, "Clip the gradient norm to this (0 disables).", 0)
     label_smoothing: float = _f(0.1, "Label smoothing ε.", 0, 1)
     max_steps: int = _f(0, "Stop after this many updates (0 = no limit).", 0)
     max_epochs: int = _f(0, "Stop after this many epochs (0 = no limit).", 0)
     max_time: float = _f(0.0, "Stop after this many minutes of training (0 = no limit).", 0)
     validate_every: int = _f(1000, "Validate (and checkpoint) every N updates.", 1)
-    valid_metric: Literal["bleu", "chrf", "loss", "ppl"] = _f("bleu", "Metric that picks the best checkpoints.")
+    valid_metric: Literal["bleu", "chrf", "loss", "ppl"] = _f(
+        "bleu", "Dev metric that picks the best checkpoints (and drives plateau and early stopping)."
+    )
     valid_max_sentences: int = _f(0, "Translate at most this many dev sentences for BLEU (0 = all).", 0)
     keep_best: int = _f(3, "Keep the best k checkpoints by valid_metric (plus the last).", 1)
     keep_last: int = _f(
@@ -168,8 +174,8 @@ class TrainingConfig:
     )
     ss_k: float = _f(
         2000.0,
-        "Scheduled sampling speed: linear = steps to reach ss_min; exponential = k**step with k<1 given as "
-        "steps to halve; inverse_sigmoid = k/(k+exp(step/k)).",
+        "Scheduled sampling speed k: linear = steps to reach ss_min; exponential = steps to halve "
+        "(p = 0.5^(step/k)); inverse_sigmoid: p = k/(k+exp(step/k)).",
         0,
     )
     ss_min: float = _f(0.75, "Lowest probability of feeding the gold token.", 0, 1)

@@ -76,10 +76,11 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(data, tmp_path):
     assert resumed.returncode == 0, err
     assert f"resuming from {last} at update {killed_at}" in err
 
-    _assert_same_weights(tmp_path / "straight" / "checkpoint_last.pt", last)
-    _assert_same_weights(tmp_path / "straight" / "checkpoint_best.pt", tmp_path / "killed" / "checkpoint_best.pt")
-    straight_valid = [e for e in read_metrics(tmp_path / "straight" / "metrics.jsonl") if e["event"] == "valid"]
-    killed_valid = [e for e in read_metrics(tmp_path / "killed" / "metrics.jsonl") if e["event"] == "valid"]
+    straight_dir, killed_dir = tmp_path / "straight", tmp_path / "killed"
+    _assert_same_weights(straight_dir / "checkpoint_last.pt", last)
+    _assert_same_weights(straight_dir / "checkpoint_best.pt", killed_dir / "checkpoint_best.pt")
+    straight_valid = [e for e in read_metrics(straight_dir / "metrics.jsonl") if e["event"] == "valid"]
+    killed_valid = [e for e in read_metrics(killed_dir / "metrics.jsonl") if e["event"] == "valid"]
     assert [(e["step"], e["dev_loss"], e["dev_bleu"]) for e in straight_valid] == \
         [(e["step"], e["dev_loss"], e["dev_bleu"]) for e in killed_valid]
 

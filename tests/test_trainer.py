@@ -55,13 +55,14 @@ def test_model_learns_to_copy(copy_data, tmp_path, arch):
 
 def test_model_dir_holds_everything_the_translator_needs(copy_data, tmp_path):
     model_dir = tmp_path / "m"
-    cfg = _config(copy_data, model_dir, max_steps=60, validate_every=10, log_every=10, keep_best=2, keep_last=1,
-                  valid_metric="bleu")
+    cfg = _config(copy_data, model_dir, max_steps=60, validate_every=10, log_every=10, keep_best=2,
+                  keep_last=1, valid_metric="bleu")
     train(cfg)
     for name in ("config.yaml", "meta.json", "bpe.model", "checkpoint_last.pt", "checkpoint_best.pt",
                  "metrics.jsonl"):
         assert (model_dir / name).is_file(), name
-    assert json.loads((model_dir / "meta.json").read_text()) == json.loads((copy_data / "meta.json").read_text())
+    copied_meta = json.loads((model_dir / "meta.json").read_text())
+    assert copied_meta == json.loads((copy_data / "meta.json").read_text())
     valid = _events(model_dir, "valid")
     assert [e["step"] for e in valid] == [10, 20, 30, 40, 50, 60]
     ranked = sorted(valid, key=lambda e: (e["dev_bleu"], e["step"]), reverse=True)
@@ -100,10 +101,14 @@ def test_early_stopping_and_max_epochs(copy_data, tmp_path):
 
 
 def test_update_freq_accumulates_batches(copy_data, tmp_path):
-    cfg = _config(copy_data, tmp_path / "acc", max_steps=5, update_freq=3, validate_every=1000)
+    from mtkit.data.batching import sampler_for
+    from mtkit.data.shards import ParallelData
+
+    cfg = _config(copy_data, tmp_path / "acc", max_steps=4, update_freq=3, validate_every=1000)
+    assert len(sampler_for(ParallelData(copy_data, "train"), cfg.training.max_tokens)) > 12
     train(cfg)
     last = load_checkpoint(tmp_path / "acc" / "checkpoint_last.pt")
-    assert last["data_state"]["batch"] + (last["data_state"]["epoch"] - 1) * 14 == 15  # 14 batches/epoch
+    assert last["step"] == 4 and last["data_state"] == {"epoch": 1, "batch": 12, "world_size": 1}
 
 
 def test_nonfinite_losses_skip_updates_then_abort(copy_data, tmp_path, monkeypatch, capsys):
@@ -151,3 +156,22 @@ def test_learning_curves_png(copy_data, tmp_path):
     assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(MtkitError, match="metrics.jsonl not found"):
         plot_curves(tmp_path)
+
+
+def test_max_time_stops_the_run(copy_data, tmp_path):
+    cfg = _config(copy_data, tmp_path / "t", max_steps=100_000, max_time=0.02, validate_every=100_000)
+    train(cfg)
+    last = load_checkpoint(tmp_path / "t" / "checkpoint_last.pt")
+    assert 0 < last["step"] < 100_000
+    assert last["metrics"]["elapsed"] >= 0.02 * 60
+
+
+def test_out_of_memory_names_max_tokens(copy_data, tmp_path, monkeypatch):
+    import mtkit.train.trainer as trainer_module
+
+    def out_of_memory(self, group):
+        raise trainer_module._OUT_OF_MEMORY("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(trainer_module.Trainer, "_update", out_of_memory)
+    with pytest.raises(MtkitError, match=r"out of memory .* training.max_tokens=400: lower max_tokens"):
+        train(_config(copy_data, tmp_path / "oom", max_steps=5))

@@ -307,3 +307,29 @@ def test_cli_errors_are_one_line(model_dir, tmp_path):
     res = run_cli("-m", str(model_dir), "--set", "decoding.beam_size=0", stdin=b"a\n")
     assert res.returncode != 0 and "decoding.beam_size" in res.stderr.decode()
     assert "Traceback" not in res.stderr.decode()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="needs a pseudo-terminal")
+def test_cli_answers_a_typed_line_at_once(model_dir):
+    """With a terminal on stdin each line is translated when it is typed, before end of input."""
+    import os
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "mtkit", "translate", "-m", str(model_dir), "--greedy",
+                             "--threads", "1"], stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=_env())
+    os.close(slave)
+    try:
+        os.write(master, b"the house is small .\n")
+        ready, _, _ = select.select([proc.stdout], [], [], 120)
+        assert ready, "no answer before end of input"
+        assert proc.stdout.readline().strip()
+        assert proc.poll() is None  # still waiting for more input
+    finally:
+        os.write(master, b"\x04")  # end of input
+        proc.wait(timeout=60)
+        os.close(master)
+        proc.stdout.close()
+        proc.stderr.close()

@@ -45,7 +45,8 @@ def make_data_dir(root: Path, n_train: int = 200, n_dev: int = 16, task: str = "
         for row in rows:
             src_w.add(row)
             tgt_w.add(row[::-1] if task == "reverse" else row)
-        splits[split] = {"sentences": len(rows), "src_tokens": src_w.num_tokens, "tgt_tokens": tgt_w.num_tokens}
+        splits[split] = {"sentences": len(rows), "src_tokens": src_w.num_tokens,
+                         "tgt_tokens": tgt_w.num_tokens}
         src_w.close()
         tgt_w.close()
     write_meta(data, {

@@ -156,7 +156,7 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, causal: 
     if causal and q.size(2) > 1:
         mask = _with_causal(mask, q.size(2), k.size(2), q_offset, q)
     if mask is not None:
-        scores = scores + mask
+        scores = scores + mask.to(scores.dtype)
     weights = torch.softmax(scores, dim=-1)
     dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
     out = torch.matmul(dropped, v)

@@ -180,7 +180,7 @@ class Transformer(Seq2Seq):
 
     def _encode(self, src: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         src_mask = src.ne(PAD_ID)
-        attn_mask = additive_key_mask(src_mask)
+        attn_mask = additive_key_mask(src_mask, self.src_embed.weight.dtype)
         x = self._embed(src, self.src_embed, self._src_positions())
         for layer in self.encoder_layers:
             x = layer(x, attn_mask)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -81,7 +82,9 @@ def init_distributed(info: DistInfo, device: torch.device) -> None:
     backend = "nccl" if device.type == "cuda" else "gloo"
     try:
         kwargs = {"device_id": device} if backend == "nccl" else {}
-        dist.init_process_group(backend=backend, rank=info.rank, world_size=info.world_size, **kwargs)
+        # the other ranks wait in a collective while rank 0 validates: allow for a long dev set
+        dist.init_process_group(backend=backend, rank=info.rank, world_size=info.world_size,
+                                timeout=timedelta(minutes=60), **kwargs)
     except (RuntimeError, ValueError) as exc:
         raise MtkitError(f"cannot initialise distributed training ({backend}): {exc}") from None
 

@@ -14,9 +14,9 @@ The trainer divides the summed loss by the number of non-padding target tokens o
 (all accumulated batches and all ranks), so the gradient is that of the per-token mean.
 
 The loss has a hand-written backward, dL/dlogits = (softmax(logits) − q) · keep, computed in place in
-the forward's softmax buffer: autograd through log_softmax/gather/sum would allocate and add several [N, V] tensors,
-which made the loss 4× slower than this on CPU (the output layer's [N, V] logits are the largest
-tensors of a training step).
+the forward's softmax buffer: autograd through log_softmax/gather/sum would allocate and add several
+[N, V] tensors, which made the loss 4× slower on CPU (the output layer's [N, V] logits are the
+largest tensors of a training step).
 """
 
 from __future__ import annotations

@@ -47,3 +47,26 @@ class TrainingDisplay:
         if self.progress is not None:
             self.progress.stop()
             self.progress = None
+
+
+def hms(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def train_line(event: dict) -> str:
+    ppl = event["ppl"] if event["ppl"] is not None else float("nan")
+    return (f"step {event['step']} | epoch {event['epoch']} | loss {event['loss']:.3f} "
+            f"| nll {event['nll']:.3f} | ppl {ppl:.2f} | lr {event['lr']:.3e} "
+            f"| {event['tokens_per_s']:,.0f} tgt tok/s | pad {100 * event['padding']:.1f}% "
+            f"| {hms(event['elapsed'])}")
+
+
+def valid_line(step: int, valid: dict, best: dict | None, metric: str) -> str:
+    parts = [f"valid | step {step}"]
+    for key, digits in (("dev_loss", 3), ("dev_ppl", 2), ("dev_bleu", 2), ("dev_chrf", 2)):
+        if valid.get(key) is not None:
+            parts.append(f"{key[4:]} {valid[key]:.{digits}f}")
+    if best is not None:
+        parts.append(f"best {metric} {best['score']:.3f} @ {best['step']}")
+    return " | ".join(parts)

@@ -8,16 +8,14 @@ and the non-finite counters stay tensors until the next log line.
 
 The position in the data is (epoch, index of the next batch); together with the model, optimizer,
 schedule, RNG states and validation history it goes into ``checkpoint_last.pt``, so a resumed run
-continues exactly where the last checkpoint was taken. Dropout is reseeded from (seed, rank, update)
-before every update, which keeps a resumed run identical to an uninterrupted one.
+continues exactly where the last checkpoint was taken. Dropout is also reseeded from
+(seed, rank, update) before every update, so the masks never depend on what ran before.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -28,19 +26,14 @@ import torch
 from torch import nn
 
 from mtkit.bpe import PAD_ID, Bpe
-from mtkit.config import Config, from_dict, save_config, to_dict
+from mtkit.config import Config, from_dict, to_dict
 from mtkit.data.batching import Batch, TokenBatchSampler, collate, sampler_for
-from mtkit.data.shards import ParallelData, write_meta
+from mtkit.data.shards import ParallelData
 from mtkit.errors import CheckpointError, DataError, MtkitError
 from mtkit.models import build_model
 from mtkit.textio import warn
-from mtkit.train.checkpoint import (
-    capture_rng_state,
-    checkpoint_step,
-    load_checkpoint,
-    restore_rng_state,
-    save_checkpoint,
-)
+from mtkit.train import model_dir as files
+from mtkit.train.checkpoint import capture_rng_state, load_checkpoint, restore_rng_state, save_checkpoint
 from mtkit.train.curves import MetricsLog
 from mtkit.train.distributed import (
     DistInfo,
@@ -52,11 +45,13 @@ from mtkit.train.distributed import (
     shutdown_distributed,
 )
 from mtkit.train.loss import diversity_penalty, label_smoothed_nll
-from mtkit.train.progress import TrainingDisplay
+from mtkit.train.progress import TrainingDisplay, train_line, valid_line
 from mtkit.train.runtime import autocast, configure_cpu, keep_freed_memory, make_optimizer, resolve_precision
 from mtkit.train.sampling import gold_probability, mix_predictions
 from mtkit.train.schedules import LRSchedule, is_improvement
 from mtkit.train.validation import DevSet, build_dev_set, evaluate
+
+_OUT_OF_MEMORY = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
 
 
 def train(cfg: Config, resume: bool | None = None) -> None:
@@ -68,23 +63,6 @@ def train(cfg: Config, resume: bool | None = None) -> None:
         Trainer(cfg, info, device, resume).run()
     finally:
         shutdown_distributed()
-
-
-def prepare_model_dir(cfg: Config, meta: dict[str, Any], model_dir: Path) -> None:
-    """config.yaml, meta.json and the BPE model(s): everything the Translator needs besides weights."""
-    model_dir.mkdir(parents=True, exist_ok=True)
-    save_config(cfg, model_dir / "config.yaml")
-    write_meta(model_dir, meta)
-    data_dir = Path(cfg.data.dir)
-    for key in ("src_bpe", "tgt_bpe"):
-        name = meta.get(key)
-        if not name:
-            continue
-        for source in (data_dir / name, (data_dir / name).with_suffix(".vocab")):
-            if source.is_file() and source.resolve() != (model_dir / source.name).resolve():
-                shutil.copyfile(source, model_dir / source.name)
-        if not (data_dir / name).is_file():
-            warn(f"BPE model {data_dir / name} not found; the model dir will lack it")
 
 
 class Trainer:
@@ -110,12 +88,12 @@ class Trainer:
             warn("no dev split (or target BPE model): validation only writes checkpoints")
 
         torch.manual_seed(tc.seed)
-        self.model = build_model(cfg.model, int(self.meta["src_vocab_size"]), int(self.meta["tgt_vocab_size"]),
-                                 bool(self.meta.get("joint", False))).to(device)
+        self.model = build_model(cfg.model, int(self.meta["src_vocab_size"]),
+                                 int(self.meta["tgt_vocab_size"]), bool(self.meta.get("joint"))).to(device)
         self.autocast_dtype = resolve_precision(tc.precision, device)
         self.optimizer = make_optimizer(self.model, tc, device)
         self.fused = bool(self.optimizer.defaults.get("fused"))
-        self.scaler = (torch.amp.GradScaler(device.type) if self.autocast_dtype == torch.float16 else None)
+        self.scaler = torch.amp.GradScaler(device.type) if self.autocast_dtype == torch.float16 else None
         model_dim = cfg.model.d_model if cfg.model.arch == "transformer" else cfg.model.hidden_size
         self.schedule = LRSchedule(tc, model_dim)
         self.sampler: TokenBatchSampler = sampler_for(self.train_data, tc.max_tokens, tc.seed, True,
@@ -141,12 +119,14 @@ class Trainer:
         if tc.compile:
             self.train_model = torch.compile(self.train_model, dynamic=True)
         if info.is_main:
-            prepare_model_dir(cfg, self.meta, self.model_dir)
+            files.prepare_model_dir(cfg, self.meta, self.model_dir)
         self.metrics = MetricsLog(self.model_dir / "metrics.jsonl", resume_step) if info.is_main else None
         # consecutive / total skipped updates, as device tensors (read on CPU at once, else at log time)
         self.nonfinite_run = torch.zeros((), device=device)
         self.nonfinite_worst_run = torch.zeros((), device=device)
         self.nonfinite_total = torch.zeros((), device=device)
+        self.started = time.monotonic()
+        self.display = TrainingDisplay(False, None, 0)
         self._reset_log_counters()
 
     # ------------------------------------------------------------------------------------ setup
@@ -161,36 +141,32 @@ class Trainer:
             resume = bool(broadcast_object(last.is_file(), self.info))
         if not resume:
             if self.info.is_main and last.is_file():
-                warn(f"{self.model_dir} holds checkpoints of an earlier run: starting afresh (--no-resume) "
-                     "and removing its checkpoint files")
-                for p in [last, self.model_dir / "checkpoint_best.pt", *self.model_dir.glob("checkpoint_step*.pt")]:
-                    p.unlink(missing_ok=True)
+                warn(f"{self.model_dir} holds checkpoints of an earlier run: starting afresh "
+                     "(--no-resume) and removing them")
+                files.remove_checkpoints(self.model_dir)
             return None
         if not last.is_file():
             raise CheckpointError(f"--resume: no checkpoint_last.pt in {self.model_dir}")
-        state = load_checkpoint(last, map_location="cpu")
-        self._load_state(state, last)
+        self._load_state(load_checkpoint(last, map_location="cpu"), last)
         if self.info.is_main:  # step files newer than the checkpoint came from the interrupted run
-            for p in self.model_dir.glob("checkpoint_step*.pt"):
-                if (checkpoint_step(p) or 0) > self.step:
-                    p.unlink(missing_ok=True)
-            print(f"resuming from {last} at update {self.step} (epoch {self.epoch}, batch {self.batch_index})",
-                  file=sys.stderr, flush=True)
+            files.remove_checkpoints(self.model_dir, newer_than=self.step)
+            print(f"resuming from {last} at update {self.step} (epoch {self.epoch}, "
+                  f"batch {self.batch_index})", file=sys.stderr, flush=True)
         return self.step
 
     def _load_state(self, state: dict[str, Any], path: Path) -> None:
         for key in ("optimizer", "scheduler", "step", "data_state", "rng"):
             if key not in state:
-                raise CheckpointError(f"{path}: holds no training state ({key} missing); cannot resume from it")
-        saved_model_cfg = from_dict(state["config"]).model
-        if saved_model_cfg != self.cfg.model:
+                raise CheckpointError(f"{path}: holds no training state ({key} missing); cannot resume")
+        if from_dict(state["config"]).model != self.cfg.model:
             raise CheckpointError(f"{path}: was trained with a different model section of the config; "
                                   "restore it or train into a new model_dir")
         try:
             self.model.load_state_dict(state["model"])
             self.optimizer.load_state_dict(state["optimizer"])
         except (RuntimeError, KeyError, ValueError) as exc:
-            raise CheckpointError(f"{path}: does not fit this model ({str(exc).splitlines()[0][:200]})") from None
+            reason = str(exc).splitlines()[0][:200]
+            raise CheckpointError(f"{path}: does not fit this model ({reason})") from None
         self.schedule.load_state_dict(state["scheduler"])
         if self.scaler is not None and state.get("scaler"):
             self.scaler.load_state_dict(state["scaler"])
@@ -224,28 +200,29 @@ class Trainer:
             "scheduler": self.schedule.state_dict(),
             "scaler": self.scaler.state_dict() if self.scaler is not None else None,
             "rng": capture_rng_state(),
-            "data_state": {"epoch": self.epoch, "batch": self.batch_index, "world_size": self.info.world_size},
+            "data_state": {"epoch": self.epoch, "batch": self.batch_index,
+                           "world_size": self.info.world_size},
         })
-        state["metrics"].update({"elapsed": self._elapsed(), "history": self.history, "best": self.best,
-                                 "bad_validations": self.bad_validations, "validated_step": self.validated_step})
+        state["metrics"].update({
+            "elapsed": self._elapsed(), "history": self.history, "best": self.best,
+            "bad_validations": self.bad_validations, "validated_step": self.validated_step,
+        })
         save_checkpoint(state, self.model_dir / "checkpoint_last.pt")
 
-    def _keep_step_checkpoints(self, valid: dict[str, Any]) -> None:
-        """Write checkpoint_step{N}.pt when it ranks among the best k or the last N; prune the rest."""
-        score = valid.get("score")
-        self.history.append({"step": self.step, "score": score})
-        scored = [h for h in self.history if h["score"] is not None]
-        higher = valid["metric"] in ("bleu", "chrf")
-        by_score = sorted(scored, key=lambda h: (h["score"] if higher else -h["score"], h["step"]), reverse=True)
-        keep = {h["step"] for h in by_score[: self.tc.keep_best]}
-        keep_last = self.tc.keep_last if scored else max(self.tc.keep_last, self.tc.keep_best)
-        keep |= {h["step"] for h in self.history[-keep_last:]} if keep_last else set()
+    def _keep_checkpoints(self, valid: dict[str, Any]) -> None:
+        """checkpoint_step{N}.pt when it ranks among the best k or the last N; the best; the last."""
+        self.history.append({"step": self.step, "score": valid["score"]})
+        keep = files.steps_to_keep(self.history, valid["metric"], self.tc.keep_best, self.tc.keep_last)
+        step_file = files.step_path(self.model_dir, self.step)
         if self.step in keep:
-            save_checkpoint(self._model_state(valid), self.model_dir / f"checkpoint_step{self.step}.pt")
+            save_checkpoint(self._model_state(valid), step_file)
         for h in self.history:
             if h["step"] not in keep:
-                (self.model_dir / f"checkpoint_step{h['step']}.pt").unlink(missing_ok=True)
+                files.step_path(self.model_dir, h["step"]).unlink(missing_ok=True)
         self.history = [h for h in self.history if h["step"] in keep]
+        if (self.best is None or self.best["step"] == self.step) and step_file.is_file():
+            files.copy_atomically(step_file, self.model_dir / "checkpoint_best.pt")
+        self._save_last()  # last, so that a kill in between is redone on resume
 
     # ------------------------------------------------------------------------------- validation
     def _autocast(self) -> contextlib.AbstractContextManager:
@@ -274,30 +251,15 @@ class Trainer:
         self.last_valid = valid
         self.validated_step = self.step
         if self.info.is_main:
-            self._keep_step_checkpoints(valid)
-            step_file = self.model_dir / f"checkpoint_step{self.step}.pt"
-            if (self.best is None or self.best["step"] == self.step) and step_file.is_file():
-                tmp = self.model_dir / ".checkpoint_best.pt.tmp"
-                shutil.copyfile(step_file, tmp)
-                os.replace(tmp, self.model_dir / "checkpoint_best.pt")
-            self._save_last()
-            self._report_validation(valid)
+            self._keep_checkpoints(valid)
+            assert self.metrics is not None
+            self.metrics.write({"event": "valid", "step": self.step, "epoch": self.epoch,
+                                "elapsed": round(self._elapsed(), 2), **result,
+                                "best_step": self.best["step"] if self.best else None,
+                                "lr": self.schedule(self.step)})
+            self.display.log(valid_line(self.step, valid, self.best, metric))
         self.paused += time.monotonic() - start
         return stop
-
-    def _report_validation(self, valid: dict[str, Any]) -> None:
-        event = {"event": "valid", "step": self.step, "epoch": self.epoch, "elapsed": round(self._elapsed(), 2),
-                 **{k: v for k, v in valid.items() if k.startswith("dev_")},
-                 "best_step": self.best["step"] if self.best else None, "lr": self.schedule(self.step)}
-        assert self.metrics is not None
-        self.metrics.write(event)
-        parts = [f"valid | step {self.step}"]
-        for key, fmt in (("dev_loss", "{:.3f}"), ("dev_ppl", "{:.2f}"), ("dev_bleu", "{:.2f}"), ("dev_chrf", "{:.2f}")):
-            if valid.get(key) is not None:
-                parts.append(f"{key[4:]} {fmt.format(valid[key])}")
-        if self.best is not None:
-            parts.append(f"best {self.tc.valid_metric} {self.best['score']:.3f} @ {self.best['step']}")
-        self.display.log(" | ".join(parts))
 
     # --------------------------------------------------------------------------------- the loop
     def _elapsed(self) -> float:
@@ -325,14 +287,15 @@ class Trainer:
         p_gold = gold_probability(tc.scheduled_sampling, self.step, tc.ss_k, tc.ss_min)
         need_attention = tc.diversity_penalty > 0
         batches: list[Batch] = [collate(self.train_data, ids) for ids in group]
+        if self.device.type == "cuda":  # pinned: the copies below run asynchronously
+            batches = [b.pin_memory() for b in batches]
         update_loss = torch.zeros((), device=self.device)
         update_nll = torch.zeros((), device=self.device)
         local_tokens = 0
         for i, cpu_batch in enumerate(batches):
             batch = cpu_batch.to(self.device, non_blocking=True)
-            sync = (self.train_model.no_sync() if self.info.enabled and i < len(batches) - 1
-                    and hasattr(self.train_model, "no_sync") else contextlib.nullcontext())
-            with sync:
+            accumulating = self.info.enabled and i < len(batches) - 1 and hasattr(self.train_model, "no_sync")
+            with self.train_model.no_sync() if accumulating else contextlib.nullcontext():  # type: ignore[operator]
                 with self._autocast():
                     tgt_in = batch.tgt_in
                     if p_gold < 1.0:
@@ -343,10 +306,7 @@ class Trainer:
                     penalty = diversity_penalty(attn, batch.tgt_out != PAD_ID, batch.src != PAD_ID)
                     loss = loss + tc.diversity_penalty * penalty
                 del logits, attn  # the [tokens, vocab] logits are not needed by the backward
-                if self.scaler is not None:
-                    self.scaler.scale(loss).backward()
-                else:
-                    loss.backward()
+                (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
             update_loss += loss.detach()
             update_nll += nll
             local_tokens += cpu_batch.num_tgt_tokens
@@ -357,7 +317,6 @@ class Trainer:
 
     def _optimizer_step(self, update_loss: torch.Tensor, update_nll: torch.Tensor, local_tokens: int) -> None:
         """Divide the summed gradients by the update's target tokens, clip, step (skip if non-finite)."""
-        tc = self.tc
         if self.scaler is not None:
             self.scaler.unscale_(self.optimizer)
         grads = [p.grad for p in self.params if p.grad is not None]
@@ -366,7 +325,7 @@ class Trainer:
             torch._foreach_mul_(grads, self.info.world_size / total)
         else:
             torch._foreach_mul_(grads, 1.0 / local_tokens)
-        max_norm = tc.clip_norm if tc.clip_norm > 0 else float("inf")
+        max_norm = self.tc.clip_norm if self.tc.clip_norm > 0 else float("inf")
         grad_norm = torch.nn.utils.clip_grad_norm_(self.params, max_norm)
         bad_loss = ~torch.isfinite(update_loss)
         nonfinite = bad_loss if self.scaler is not None else (bad_loss | ~torch.isfinite(grad_norm))
@@ -383,10 +342,9 @@ class Trainer:
         elif not bool(nonfinite):
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        ok = (~nonfinite).float()
         self.acc_loss += torch.where(nonfinite, 0.0, update_loss)
         self.acc_nll += torch.where(nonfinite, 0.0, update_nll)
-        self.acc_tokens += ok * local_tokens
+        self.acc_tokens += (~nonfinite).float() * local_tokens
         self.nonfinite_run = (self.nonfinite_run + 1) * nonfinite.float()
         self.nonfinite_worst_run = torch.maximum(self.nonfinite_worst_run, self.nonfinite_run)
         self.nonfinite_total += nonfinite.float()
@@ -414,10 +372,10 @@ class Trainer:
         stats = all_reduce_sum(torch.cat([stats, counts]), self.info).tolist()
         loss_sum, nll_sum, ok_tokens, tokens, real, padded = stats
         seconds = max(1e-9, time.monotonic() - self.log_clock - self.paused)
-        loss = loss_sum / ok_tokens if ok_tokens else float("nan")
         nll = nll_sum / ok_tokens if ok_tokens else float("nan")
         event = {
-            "event": "train", "step": self.step, "epoch": self.epoch, "loss": loss, "nll": nll,
+            "event": "train", "step": self.step, "epoch": self.epoch,
+            "loss": loss_sum / ok_tokens if ok_tokens else float("nan"), "nll": nll,
             "ppl": math.exp(min(nll, 100.0)) if ok_tokens else None, "lr": self.schedule(self.step),
             "tokens_per_s": tokens / seconds, "padding": 1.0 - real / padded if padded else 0.0,
             "elapsed": round(self._elapsed(), 2),
@@ -425,12 +383,9 @@ class Trainer:
         if self.info.is_main:
             assert self.metrics is not None
             self.metrics.write(event)
-            stats_line = (f"loss {loss:.3f} | lr {event['lr']:.2e} | {event['tokens_per_s']:,.0f} tok/s")
-            self.display.advance(self.step, stats_line)
-            self.display.log(
-                f"step {self.step} | epoch {self.epoch} | loss {loss:.3f} | nll {nll:.3f} | ppl {event['ppl'] or 0:.2f} "
-                f"| lr {event['lr']:.3e} | {event['tokens_per_s']:,.0f} tgt tok/s | pad {100 * event['padding']:.1f}% "
-                f"| {_hms(event['elapsed'])}")
+            self.display.advance(self.step, f"loss {event['loss']:.3f} | lr {event['lr']:.2e} | "
+                                            f"{event['tokens_per_s']:,.0f} tok/s")
+            self.display.log(train_line(event))
         self._reset_log_counters()
 
     def _total_updates(self) -> int | None:
@@ -446,8 +401,7 @@ class Trainer:
             return False
         if self.info.enabled and self.step % self.tc.log_every:
             return False  # ranks must agree: under DDP the clock is read (and broadcast) at log steps
-        up = self._elapsed() >= self.tc.max_time * 60
-        return bool(broadcast_object(up, self.info))
+        return bool(broadcast_object(self._elapsed() >= self.tc.max_time * 60, self.info))
 
     def run(self) -> None:
         tc = self.tc
@@ -467,10 +421,11 @@ class Trainer:
                 group = batches[self.batch_index:self.batch_index + tc.update_freq]
                 try:
                     self._update(group)
-                except torch.OutOfMemoryError:
+                except _OUT_OF_MEMORY:
                     raise MtkitError(
                         f"out of memory on {self.device} at update {self.step} with training.max_tokens="
-                        f"{tc.max_tokens}: lower max_tokens (raise update_freq to keep the batch size)") from None
+                        f"{tc.max_tokens}: lower max_tokens (and raise update_freq to keep the batch size)"
+                    ) from None
                 self.batch_index += len(group)
                 epoch_done = self.batch_index >= len(batches)
                 if epoch_done:
@@ -480,8 +435,9 @@ class Trainer:
         finally:
             self.display.close()
         if self.info.is_main:
-            best = f"; best {tc.valid_metric} {self.best['score']:.3f} at update {self.best['step']}" if self.best else ""
-            self.display.log(f"done: {stop_reason} (update {self.step}, epoch {self.epoch}){best}")
+            best = self.best
+            summary = f"; best {tc.valid_metric} {best['score']:.3f} at update {best['step']}" if best else ""
+            self.display.log(f"done: {stop_reason} (update {self.step}, epoch {self.epoch}){summary}")
 
     def _after_update(self, epoch_done: bool) -> str | None:
         tc = self.tc
@@ -511,19 +467,13 @@ class Trainer:
     def _announce(self) -> None:
         if not self.info.is_main:
             return
-        n_params = self.model.num_parameters()
         precision = {None: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}[self.autocast_dtype]
-        batches = len(self.sampler)
+        optimizer = f"{'fused ' if self.fused else ''}{self.tc.optimizer}"
         self.display.log(
-            f"{self.cfg.model.arch}: {n_params:,} parameters | device {self.device} x{self.info.world_size} | "
-            f"{precision} | {self.threads} threads | {'fused ' if self.fused else ''}{self.tc.optimizer}")
+            f"{self.cfg.model.arch}: {self.model.num_parameters():,} parameters | device {self.device} "
+            f"x{self.info.world_size} | {precision} | {self.threads} threads | {optimizer}")
+        dev_pairs = len(self.dev.data) if self.dev else 0
         self.display.log(
-            f"train: {len(self.train_data):,} pairs, {batches:,} batches/epoch per rank (max_tokens "
-            f"{self.tc.max_tokens}, update_freq {self.tc.update_freq}), padding "
-            f"{100 * self.sampler.padding_fraction(self.epoch):.1f}% | dev: "
-            f"{len(self.dev.data) if self.dev else 0:,} pairs")
-
-
-def _hms(seconds: float) -> str:
-    seconds = int(seconds)
-    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+            f"train: {len(self.train_data):,} pairs, {len(self.sampler):,} batches/epoch per rank "
+            f"(max_tokens {self.tc.max_tokens}, update_freq {self.tc.update_freq}), padding "
+            f"{100 * self.sampler.padding_fraction(self.epoch):.1f}% | dev: {dev_pairs:,} pairs")

@@ -71,7 +71,7 @@ def evaluate(model: Seq2Seq, dev: DevSet, cfg: Config, device: torch.device,
             with amp:
                 results = search(model, batch.src.to(device), cfg.decoding, beam_size=1)
             texts = tgt_bpe.decode_ids([r[0].tokens for r in results])
-            for i, text in zip(ids.tolist(), texts):
+            for i, text in zip(ids.tolist(), texts, strict=True):
                 hyps[i] = text
     finally:
         model.train(was_training)

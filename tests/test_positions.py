@@ -22,7 +22,7 @@ def test_sinusoidal_follows_the_paper_formula_and_grows_on_demand() -> None:
             assert table[pos, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-6)
             assert table[pos, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-6)
     assert torch.equal(pe(3, offset=7), table[7:10])
-    assert "table" not in pe.state_dict()  # recomputed, never stored in checkpoints
+    assert not pe.state_dict() and not list(pe.buffers())  # a cache: not in checkpoints, not synced by DDP
     assert pe(5000).shape == (5000, 6)
 
 

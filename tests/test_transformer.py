@@ -176,3 +176,29 @@ def test_bf16_autocast_runs_and_returns_float32_log_probs() -> None:
     assert torch.isfinite(logits).all()
     assert lp.dtype == torch.float32 and torch.isfinite(lp).all()
     assert torch.allclose(lp, torch.log_softmax(logits[:, 0].float(), -1), atol=0.1)
+
+
+def test_bf16_weights_decode_close_to_fp32() -> None:
+    """Decoding with the weights themselves in bf16 (half the memory traffic) stays close to fp32."""
+    model = tiny("sinusoidal")
+    src, tgt = batch()
+    with torch.no_grad():
+        enc = model.encode(src)
+        ref, _, _ = model.step(tgt[:, 0], model.init_state(enc), enc)
+        half = tiny("sinusoidal").to(torch.bfloat16)
+        enc = half.encode(src)
+        lp, state, att = half.step(tgt[:, 0], half.init_state(enc), enc, need_attention=True)
+        lp, _, _ = half.step(tgt[:, 1], state, enc)
+    assert lp.dtype == torch.float32 and torch.isfinite(lp).all()
+    assert torch.allclose(half.step(tgt[:, 0], half.init_state(enc), enc)[0], ref, atol=0.1)
+
+
+def test_all_padding_source_row_gives_finite_outputs() -> None:
+    model = tiny("relative")
+    src, tgt = batch()
+    src[0] = PAD_ID
+    with torch.no_grad():
+        logits, att = model(src, tgt, need_attention=True)
+        enc = model.encode(src)
+        lp, _, _ = model.step(tgt[:, 0], model.init_state(enc), enc)
+    assert torch.isfinite(logits).all() and torch.isfinite(att).all() and torch.isfinite(lp).all()

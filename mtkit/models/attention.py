@@ -134,15 +134,15 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, causal: 
     """Scaled dot-product attention of q [B, H, T, dk] over k, v [B, H, S, dk].
 
     ``mask``: additive float mask broadcastable to [B, H, T, S]; ``causal``: query t (at absolute
-    position q_offset + t) sees keys ≤ q_offset + t. SDPA runs unless the weights are wanted or relative
-    positions must enter the scores and outputs, or there is a single query (a decoding step, where
-    the explicit path is measurably faster than SDPA's kernel setup); both paths
-    compute the same function.
+    position q_offset + t) sees keys ≤ q_offset + t. PyTorch's fused SDPA kernel runs unless the
+    weights are wanted, relative positions must enter the scores and outputs, or there is a single
+    query (a decoding step: there the explicit path was measured faster than the kernel's setup).
+    Both paths compute the same function.
     """
     if relative is None and not need_weights and q.size(2) > 1:
         if causal and mask is None and q.size(2) == k.size(2) and q_offset == 0:
             return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True), None
-        if causal and q.size(2) > 1:
+        if causal:
             mask = _with_causal(mask, q.size(2), k.size(2), q_offset, q)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p), None
 

@@ -18,14 +18,16 @@ from mtkit.errors import MtkitError
 class SinusoidalPositions(nn.Module):
     """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...), as in the paper.
 
-    The table is a non-persistent buffer that grows on demand, so any length works (translate may see
-    inputs longer than anything in training) and checkpoints do not carry it.
+    The table is a cache, not a buffer: it grows on demand (translate may see inputs longer than
+    anything in training), checkpoints do not carry it, and DDP does not broadcast it (a buffer
+    grown on one rank only would no longer match the others).
     """
 
     def __init__(self, dim: int, initial_length: int = 256) -> None:
         super().__init__()
         self.dim = dim
-        self.register_buffer("table", self._make(initial_length, torch.device("cpu")), persistent=False)
+        self.initial_length = initial_length
+        self._table: Tensor | None = None
 
     def _make(self, length: int, device: torch.device) -> Tensor:
         position = torch.arange(length, dtype=torch.float32, device=device).unsqueeze(1)
@@ -37,14 +39,17 @@ class SinusoidalPositions(nn.Module):
         table[:, 1::2] = torch.cos(position * inv_freq[: self.dim // 2])
         return table
 
-    def _ensure(self, length: int) -> None:
-        if length > self.table.size(0):
-            self.table = self._make(max(length, 2 * self.table.size(0)), self.table.device)
-
-    def forward(self, length: int, offset: int = 0) -> Tensor:
-        """Encodings of positions offset … offset+length-1: [length, dim]."""
-        self._ensure(offset + length)
-        return self.table[offset: offset + length]
+    def forward(self, length: int, offset: int = 0, device: torch.device | None = None) -> Tensor:
+        """Encodings of positions offset … offset+length-1: [length, dim] (float32)."""
+        device = device or torch.device("cpu")
+        table = self._table
+        if table is None or table.size(0) < offset + length:
+            size = max(offset + length, self.initial_length, 0 if table is None else 2 * table.size(0))
+            table = self._make(size, device)
+        elif table.device != device:
+            table = table.to(device)
+        self._table = table
+        return table[offset: offset + length]
 
 
 class LearnedPositions(nn.Module):
@@ -56,7 +61,7 @@ class LearnedPositions(nn.Module):
         self.embedding = nn.Embedding(max_positions, dim)
         nn.init.normal_(self.embedding.weight, std=dim ** -0.5)
 
-    def forward(self, length: int, offset: int = 0) -> Tensor:
+    def forward(self, length: int, offset: int = 0, device: torch.device | None = None) -> Tensor:
         if offset + length > self.max_positions:
             raise MtkitError(
                 f"a sequence of {offset + length} tokens is longer than model.max_positions="

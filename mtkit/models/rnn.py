@@ -184,40 +184,16 @@ class RNNSeq2Seq(Seq2Seq):
             attentional = F.dropout(attentional, self.dropout, True)
         return self.output_proj(attentional)
 
-    def _rnn_step(self, x: Tensor, hidden: Hidden) -> tuple[Tensor, Hidden]:
-        """One time step of the stacked decoder RNN: x [B, 1, in] → top output [B, 1, H], new state.
-
-        Same weights and arithmetic as ``self.decoder_rnn`` over a sequence, but through the fused
-        per-layer cell kernels: for one time step (and its backward pass) they are several times
-        faster on CPU than the oneDNN sequence kernel that ``nn.LSTM`` uses.
-        """
-        rnn, x = self.decoder_rnn, x[:, 0]
-        new_h, new_c = [], []
-        for layer in range(rnn.num_layers):
-            weights = (getattr(rnn, f"weight_ih_l{layer}"), getattr(rnn, f"weight_hh_l{layer}"),
-                       getattr(rnn, f"bias_ih_l{layer}"), getattr(rnn, f"bias_hh_l{layer}"))
-            if self.is_lstm:
-                h, c = torch.lstm_cell(x, (hidden[0][layer], hidden[1][layer]), *weights)
-                new_c.append(c)
-            else:
-                h = torch.gru_cell(x, hidden[layer], *weights)
-            new_h.append(h)
-            x = h
-            if layer < rnn.num_layers - 1 and rnn.dropout > 0 and self.training:
-                x = F.dropout(x, rnn.dropout, True)
-        stacked = torch.stack(new_h)
-        return x.unsqueeze(1), ((stacked, torch.stack(new_c)) if self.is_lstm else stacked)
-
     def _decode_one(self, emb: Tensor, state: RNNState, enc: EncoderOutput
                     ) -> tuple[Tensor, RNNState, Tensor | None]:
         """emb [B, 1, E] → h̃ [B, 1, out], new state, weights [B, 1, S] or None."""
         if self.luong:
             rnn_in = torch.cat((emb, state.feed.unsqueeze(1)), dim=-1) if self.input_feeding else emb
-            s, hidden = self._rnn_step(rnn_in, state.hidden)
+            s, hidden = self.decoder_rnn(rnn_in, state.hidden)
             context, weights = self._context(s, enc)
         else:
             context, weights = self._context(self._top(state.hidden).unsqueeze(1), enc)
-            s, hidden = self._rnn_step(torch.cat((emb, context), dim=-1), state.hidden)
+            s, hidden = self.decoder_rnn(torch.cat((emb, context), dim=-1), state.hidden)
         attentional = self._attentional(context, s)
         return attentional, RNNState(hidden, attentional[:, 0] if self.input_feeding else None), weights
 

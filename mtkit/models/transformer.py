@@ -170,7 +170,7 @@ class Transformer(Seq2Seq):
                offset: int = 0) -> Tensor:
         x = embedding(tokens) * self.embed_scale
         if positions is not None:
-            x = x + positions(tokens.size(1), offset).to(x.dtype)
+            x = x + positions(tokens.size(1), offset, x.device).to(x.dtype)
         if self.dropout > 0 and self.training:
             x = F.dropout(x, self.dropout, True)
         return x

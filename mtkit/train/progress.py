@@ -5,35 +5,41 @@ from __future__ import annotations
 import sys
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
 
 class TrainingDisplay:
-    """Progress bar (stderr, only on a terminal) with loss, lr, tokens/s and ETA, plus log lines."""
+    """Progress bar (stderr, only on a terminal) with loss, lr, tokens/s and ETA, plus log lines.
 
-    def __init__(self, enabled: bool, total_updates: int | None, done_updates: int):
+    The bar runs towards max_steps (or the updates of max_epochs) when given, else towards max_time.
+    """
+
+    def __init__(self, enabled: bool, total_updates: int | None, done_updates: int,
+                 time_limit_s: float | None = None, elapsed_s: float = 0.0):
         self.enabled = enabled
+        self.by_time = total_updates is None and bool(time_limit_s)
         self.console = Console(stderr=True, highlight=False)
         self.progress: Progress | None = None
         if enabled and self.console.is_terminal:
             self.progress = Progress(
-                TextColumn("[bold]train[/]"),
+                TextColumn("[bold]train[/] update {task.fields[step]}"),
                 BarColumn(),
-                MofNCompleteColumn(),
+                TaskProgressColumn(),
                 TextColumn("{task.fields[stats]}"),
                 TimeRemainingColumn(),
                 console=self.console,
-                transient=False,
             )
-            self.task = self.progress.add_task("train", total=total_updates, completed=done_updates, stats="")
+            total = time_limit_s if self.by_time else total_updates
+            completed = elapsed_s if self.by_time else done_updates
+            self.task = self.progress.add_task("train", total=total, completed=completed, step=done_updates,
+                                               stats="")
             self.progress.start()
 
-    def advance(self, step: int, stats: str | None = None) -> None:
-        if self.progress is not None:
-            if stats is None:
-                self.progress.update(self.task, completed=step)
-            else:
-                self.progress.update(self.task, completed=step, stats=stats)
+    def advance(self, step: int, elapsed_s: float, stats: str | None = None) -> None:
+        if self.progress is None:
+            return
+        fields = {"step": step} if stats is None else {"step": step, "stats": stats}
+        self.progress.update(self.task, completed=elapsed_s if self.by_time else step, **fields)
 
     def log(self, line: str) -> None:
         if not self.enabled:

@@ -383,8 +383,8 @@ class Trainer:
         if self.info.is_main:
             assert self.metrics is not None
             self.metrics.write(event)
-            self.display.advance(self.step, f"loss {event['loss']:.3f} | lr {event['lr']:.2e} | "
-                                            f"{event['tokens_per_s']:,.0f} tok/s")
+            stats = f"loss {event['loss']:.3f} | lr {event['lr']:.2e} | {event['tokens_per_s']:,.0f} tok/s"
+            self.display.advance(self.step, self._elapsed(), stats)
             self.display.log(train_line(event))
         self._reset_log_counters()
 
@@ -406,7 +406,8 @@ class Trainer:
     def run(self) -> None:
         tc = self.tc
         self.started = time.monotonic()
-        self.display = TrainingDisplay(self.info.is_main, self._total_updates(), self.step)
+        self.display = TrainingDisplay(self.info.is_main, self._total_updates(), self.step,
+                                       tc.max_time * 60, self.elapsed_before)
         self._announce()
         self._reset_log_counters()
         self.model.train()
@@ -445,7 +446,7 @@ class Trainer:
         if step % tc.log_every == 0:
             self._log()
         else:
-            self.display.advance(step)
+            self.display.advance(step, self._elapsed())
         early_stop = False
         if step % tc.validate_every == 0:
             early_stop = self._validate()

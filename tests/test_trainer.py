@@ -97,7 +97,7 @@ def test_early_stopping_and_max_epochs(copy_data, tmp_path):
 
     batches_per_epoch = len(sampler_for(ParallelData(copy_data, "train"), cfg.training.max_tokens))
     assert last["step"] == 2 * batches_per_epoch
-    assert last["data_state"] == {"epoch": 3, "batch": 0, "world_size": 1}
+    assert (last["data_state"]["epoch"], last["data_state"]["batch"]) == (3, 0)
 
 
 def test_update_freq_accumulates_batches(copy_data, tmp_path):
@@ -108,7 +108,7 @@ def test_update_freq_accumulates_batches(copy_data, tmp_path):
     assert len(sampler_for(ParallelData(copy_data, "train"), cfg.training.max_tokens)) > 12
     train(cfg)
     last = load_checkpoint(tmp_path / "acc" / "checkpoint_last.pt")
-    assert last["step"] == 4 and last["data_state"] == {"epoch": 1, "batch": 12, "world_size": 1}
+    assert last["step"] == 4 and (last["data_state"]["epoch"], last["data_state"]["batch"]) == (1, 12)
 
 
 def test_nonfinite_losses_skip_updates_then_abort(copy_data, tmp_path, monkeypatch, capsys):

@@ -319,7 +319,8 @@ def _beam(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, k: int, nbest: int,
         new_tok = top_tok.gather(1, cont_pos)
         # done: at the length limit (all beams were forced to EOS), or K finished and the best live
         # beam, were it to end now, would not beat the worst of them
-        done = (sent_max <= t) | (worst >= normalise(cont_scores[:, 0], t + 2, cfg))
+        bound = normalise(cont_scores[:, 0], t + 2, cfg)
+        done = (sent_max <= t) | ((worst > NEG_INF) & (worst >= bound))
         keep_sent = ~done
         if not bool(keep_sent.any()):
             break

@@ -66,10 +66,13 @@ def plot_curves(model_dir: str | Path, output: str | Path | None = None) -> Path
 
     fig, (ax_loss, ax_bleu) = plt.subplots(1, 2, figsize=(11, 4))
     if train:
-        ax_loss.plot([e["step"] for e in train], [e["loss"] for e in train], label="train loss")
+        steps = [e["step"] for e in train]
+        ax_loss.plot(steps, [e["loss"] for e in train], label="train loss (label-smoothed)")
+        if all(e.get("nll") is not None for e in train):
+            ax_loss.plot(steps, [e["nll"] for e in train], "--", label="train NLL")
     dev_loss = [e for e in valid if e.get("dev_loss") is not None]
     if dev_loss:
-        ax_loss.plot([e["step"] for e in dev_loss], [e["dev_loss"] for e in dev_loss], "o-", label="dev loss")
+        ax_loss.plot([e["step"] for e in dev_loss], [e["dev_loss"] for e in dev_loss], "o-", label="dev NLL")
     ax_loss.set_xlabel("update")
     ax_loss.set_ylabel("loss (nats/token)")
     ax_loss.legend()

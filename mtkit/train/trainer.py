@@ -58,11 +58,13 @@ def train(cfg: Config, resume: bool | None = None) -> None:
     """Train the model described by `cfg` (resume: True/False, or None = when a checkpoint exists)."""
     info = dist_info_from_env()
     device = resolve_device(cfg.training.device, info)
+    threads = torch.get_num_threads()
     init_distributed(info, device)
     try:
         Trainer(cfg, info, device, resume).run()
     finally:
         shutdown_distributed()
+        torch.set_num_threads(threads)  # in-process callers (tests, notebooks) get their setting back
 
 
 class Trainer:
@@ -79,8 +81,8 @@ class Trainer:
             raise DataError(f"{cfg.data.dir}: the training split is empty")
         self.meta = self.train_data.meta
         self.tgt_bpe = self._load_tgt_bpe()
-        self.dev: DevSet | None = None
-        if "dev" in self.meta.get("splits", {}) and self.tgt_bpe is not None:
+        self.dev: DevSet | None = None  # only rank 0 validates
+        if info.is_main and "dev" in self.meta.get("splits", {}) and self.tgt_bpe is not None:
             dev_data = ParallelData(cfg.data.dir, "dev")
             if len(dev_data):
                 self.dev = build_dev_set(dev_data, cfg, self.tgt_bpe)
@@ -174,6 +176,9 @@ class Trainer:
         data_state = state["data_state"]
         self.epoch = int(data_state["epoch"])
         self.batch_index = int(data_state["batch"])
+        if (data_state.get("max_tokens"), data_state.get("seed")) != (self.tc.max_tokens, self.tc.seed):
+            warn("training.max_tokens or training.seed changed since the checkpoint: the epoch's batches "
+                 "differ, so the rest of this epoch does not continue the old order exactly")
         saved_world = int(data_state.get("world_size", 1))
         if saved_world != self.info.world_size:  # same global position, counted in this world's batches
             self.batch_index = self.batch_index * saved_world // self.info.world_size
@@ -200,8 +205,8 @@ class Trainer:
             "scheduler": self.schedule.state_dict(),
             "scaler": self.scaler.state_dict() if self.scaler is not None else None,
             "rng": capture_rng_state(),
-            "data_state": {"epoch": self.epoch, "batch": self.batch_index,
-                           "world_size": self.info.world_size},
+            "data_state": {"epoch": self.epoch, "batch": self.batch_index, "world_size": self.info.world_size,
+                           "max_tokens": self.tc.max_tokens, "seed": self.tc.seed},
         })
         state["metrics"].update({
             "elapsed": self._elapsed(), "history": self.history, "best": self.best,

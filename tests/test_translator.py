@@ -168,6 +168,21 @@ def test_sampling_seeded_and_ensemble(model_dir, tmp_path):
             Translator(model_dir, device="cpu", ensemble=[other])
 
 
+def test_checkpoint_file_and_choice(model_dir, tmp_path, capsys):
+    lines = sentences(3, seed=9)
+    reference = Translator(model_dir, device="cpu", threads=1).translate(lines)
+    assert Translator(model_dir / "checkpoint_best.pt", device="cpu", threads=1).translate(lines) == reference
+    assert Translator(model_dir, checkpoint=str(model_dir / "checkpoint_best.pt"), device="cpu",
+                      threads=1).translate(lines) == reference
+    only_last = tmp_path / "only_last"
+    only_last.mkdir()
+    for name in ("bpe.model", "meta.json"):
+        (only_last / name).write_bytes((model_dir / name).read_bytes())
+    (only_last / "checkpoint_last.pt").write_bytes((model_dir / "checkpoint_best.pt").read_bytes())
+    assert Translator(only_last, device="cpu", threads=1).translate(lines) == reference
+    assert "using checkpoint_last.pt" in capsys.readouterr().err
+
+
 def test_int8_translates(model_dir):
     lines = sentences(3, seed=7)
     quantized = Translator(model_dir, device="cpu", threads=1, int8=True)

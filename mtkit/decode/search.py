@@ -258,7 +258,6 @@ def _beam(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, k: int, nbest: int,
     enc = model.encode(src)
     src_mask = enc.src_mask.cpu()
     expand = torch.arange(batch, device=device).repeat_interleave(k)
-    enc = model.reorder_encoder(enc, expand)
     state = model.init_state(enc)
     sentences = torch.arange(batch, device=device)  # original index of each active sentence
     sent_max = max_len.to(device)
@@ -274,7 +273,14 @@ def _beam(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, k: int, nbest: int,
     limit = int(max_len.max())
     for t in range(limit + 1):
         n_sent = sentences.numel()
-        log_probs, state, attn = model.step(prev, state, enc, need_attention, attn_layer)
+        if t == 0:  # the K beams are identical at the start: step once per sentence, then expand
+            log_probs, state, attn = model.step(prev[::k], state, enc, need_attention, attn_layer)
+            enc = model.reorder_encoder(enc, expand)
+            state = model.reorder_state(state, expand)
+            log_probs = log_probs.index_select(0, expand)
+            attn = attn.index_select(0, expand) if attn is not None else None
+        else:
+            log_probs, state, attn = model.step(prev, state, enc, need_attention, attn_layer)
         vocab = log_probs.size(-1)
         row_max = sent_max.repeat_interleave(k)
         log_probs = _mask_step(log_probs.float(), t, row_max, cfg, history)

@@ -7,17 +7,18 @@ One run measures, on the Debian en→de corpus (DATA, default ../shared/data/deb
 * train      target tokens/s of transformer-small and of the RNN (the deb-en-de recipe configs) over a
              fixed number of updates after a warm-up, read from the run's metrics.jsonl; peak RSS;
 * translate  sentences/s of greedy and beam-5 search on the test set, for the whole command and for the
-             model alone (the whole command minus the same command on a one-line input); peak RSS.
+             model alone (the whole command minus the same command on an empty input); peak RSS.
 
-Every stage runs as its own `mtkit` subprocess, exactly as a user runs it; peak RSS comes from that
-process's own rusage (os.wait4). Results go to bench/results.json with the machine (CPU, cores, torch)
-and a table is printed. `--only`/`--skip` run some parts (the others are kept from an earlier
-results.json); `--quick` is a smoke run on a slice of the data, written to bench/work/ instead.
+Every stage runs as its own `mtkit` subprocess, exactly as a user runs it; its peak RSS is measured by a
+small launcher process (getrusage of its children), so the bench's own memory does not leak into it.
+Results go to bench/results.json with the machine (CPU, cores, torch) and a table is printed.
+`--only`/`--skip` run some parts (the others are kept from an earlier results.json); `--quick` is a
+smoke run on a slice of the data, written to bench/work/quick/ instead.
 
 Translation speed depends on what the model outputs: a barely trained model babbles until the length
-limit. So translate uses, in this order: the --model directories given, the models of the deb-en-de
-recipe when it has been run (recipes/deb-en-de/work/{transformer,rnn}), else the bench's own (short)
-training runs, marked "undertrained" in the results.
+limit. So translate uses the --model directories given, else the models of the deb-en-de recipe when it
+has been run (recipes/deb-en-de/work/{transformer,rnn}); with neither it is skipped (noted in the
+results). Only --quick translates with the bench's own short training runs, marked "undertrained".
 """
 
 from __future__ import annotations
@@ -50,27 +51,39 @@ class BenchError(Exception):
 
 
 # ------------------------------------------------------------------------------------------- running
+# Runs a command and writes the peak RSS of it (and its children) to a file. A child's ru_maxrss starts
+# from its parent's RSS at fork (Linux carries it across exec), so the bench, which has torch loaded,
+# must not be that parent: this small launcher is.
+_LAUNCHER = (
+    "import resource, subprocess, sys\n"
+    "rc = subprocess.call(sys.argv[2:])\n"
+    "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+    "open(sys.argv[1], 'w').write(str(peak))\n"
+    "sys.exit(rc)\n"
+)
+
+
 def run_measured(cmd: list[str], log: Path) -> tuple[float, float | None]:
-    """Run `cmd` with its output in `log`; return (wall seconds, peak RSS in MiB of that process)."""
+    """Run `cmd` with its output in `log`; return (wall seconds, peak RSS of that process in MiB)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONUNBUFFERED="1", COLUMNS="160")
+    peak_file = log.with_suffix(".peak")
+    peak_file.unlink(missing_ok=True)
     with open(log, "w", encoding="utf-8") as out:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO)
-        if hasattr(os, "wait4"):
-            _, status, usage = os.wait4(proc.pid, 0)
-            proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
-            # ru_maxrss is in KiB on Linux, in bytes on macOS
-            rss = usage.ru_maxrss / (2**20 if sys.platform == "darwin" else 2**10)
-        else:  # pragma: no cover - Windows
-            proc.wait()
-            rss = None
+        proc = subprocess.run([sys.executable, "-c", _LAUNCHER, str(peak_file), *cmd], stdout=out,
+                              stderr=subprocess.STDOUT, env=env, cwd=REPO)
         wall = time.perf_counter() - start
     if proc.returncode != 0:
         tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:] or ["(no output)"]
         what = " ".join(cmd[2:5])
         raise BenchError(f"`{what} ...` failed (exit {proc.returncode}): {tail[0]} [log: {log}]")
-    return wall, rss
+    try:
+        peak = int(peak_file.read_text())
+    except (OSError, ValueError):
+        return wall, None
+    # ru_maxrss is in KiB on Linux, in bytes on macOS
+    return wall, peak / (2**20 if sys.platform == "darwin" else 2**10)
 
 
 def mtkit(*args: str) -> list[str]:
@@ -241,10 +254,9 @@ def translation_models(args: argparse.Namespace) -> dict[str, tuple[Path, bool]]
     if not args.quick and all((d / "checkpoint_best.pt").is_file() for d in recipe.values()):
         return {a: (d, False) for a, d in recipe.items()}
     own = {a: args.work / f"model-{a}" for a in ARCHS}
-    if all(any((d / f"checkpoint_{c}.pt").is_file() for c in ("best", "last")) for d in own.values()):
+    if args.quick and all((d / "checkpoint_last.pt").is_file() for d in own.values()):
         return {a: (d, True) for a, d in own.items()}
-    raise BenchError("no model to translate with: give --model DIR, run the deb-en-de recipe, or run the "
-                     "train part first")
+    return {}
 
 
 def bench_translate(args: argparse.Namespace, files: dict[str, Path]) -> dict[str, Any]:
@@ -253,8 +265,16 @@ def bench_translate(args: argparse.Namespace, files: dict[str, Path]) -> dict[st
     # an empty line is answered without running the model: the command's fixed cost (start, load)
     empty_line = args.work / "empty-line.txt"
     empty_line.write_text("\n", encoding="utf-8")
-    results = {}
-    for name, (model, undertrained) in translation_models(args).items():
+    models = translation_models(args)
+    if not models:
+        # the bench's own few hundred updates make a model that babbles up to the length limit: its speed
+        # would say nothing about translating, and take long to measure
+        reason = ("no trained model: run the deb-en-de recipe (make -C recipes/deb-en-de) or pass "
+                  "--model DIR")
+        print(f"translate: skipped, {reason}", file=sys.stderr)
+        return {"skipped": reason}
+    results: dict[str, Any] = {}
+    for name, (model, undertrained) in models.items():
         checkpoint = "best" if (model / "checkpoint_best.pt").is_file() else "last"
         entry: dict[str, Any] = {"model": str(model), "undertrained": undertrained}
         for mode, flags in (("greedy", ["--greedy"]), ("beam5", ["--beam", "5"])):
@@ -307,6 +327,9 @@ def print_table(results: dict[str, Any]) -> None:
                       f"{_fmt(t['tgt_tokens_per_s'], ',.0f')} tgt tok/s, {t['updates_per_s']:.2f} upd/s",
                       _fmt(t["peak_rss_mib"]))
     for name, t in results.get("translate", {}).items():
+        if name == "skipped":
+            table.add_row("translate", "skipped", t, "")
+            continue
         for mode in ("greedy", "beam5"):
             r = t[mode]
             note = " (undertrained model)" if t.get("undertrained") else ""
@@ -314,7 +337,10 @@ def print_table(results: dict[str, Any]) -> None:
                           f"{_fmt(r['sentences_per_s'])} sent/s "
                           f"({_fmt(r['model_sentences_per_s'])} model only)",
                           _fmt(r["peak_rss_mib"]))
-    Console(soft_wrap=False).print(table)
+    console = Console(soft_wrap=False)
+    if not console.is_terminal:  # a log file or a pipe: wide enough for one line per row
+        console = Console(soft_wrap=False, width=120)
+    console.print(table)
 
 
 # ---------------------------------------------------------------------------------------------- main

@@ -34,11 +34,14 @@ LINKS := $(WORK)/data
 BIN := $(WORK)/data-bin
 HYP := $(WORK)/hyp
 PREPARE_CONFIG := transformer.yaml
-CORPUS := $(addprefix $(LINKS)/,train.$(SRC).gz train.$(TGT).gz dev.$(SRC) dev.$(TGT) test.$(SRC) test.$(TGT))
+CORPUS_FILES := train.$(SRC).gz train.$(TGT).gz dev.$(SRC) dev.$(TGT) test.$(SRC) test.$(TGT)
+CORPUS := $(addprefix $(LINKS)/,$(CORPUS_FILES))
 
 # the systems of the score table: each model with greedy and beam search, then the rule-based one
 HYPS := $(foreach m,$(MODELS),$(HYP)/$(m).greedy.$(TGT) $(HYP)/$(m).beam$(BEAM).$(TGT))
-APERTIUM := $(if $(APERTIUM_PAIR),$(shell command -v apertium 2>/dev/null))
+# Apertium takes part when it is installed with the language pair (`apertium -l` lists the pairs).
+APERTIUM := $(if $(APERTIUM_PAIR),$(shell command -v apertium >/dev/null 2>&1 && \
+    apertium -l 2>/dev/null | tr -d ' \t' | grep -qx '$(APERTIUM_PAIR)' && echo yes))
 SCORED := $(HYPS) $(if $(APERTIUM),$(HYP)/apertium.$(TGT))
 
 .PHONY: all data prepare train translate score plots show clean
@@ -51,19 +54,26 @@ plots: $(foreach m,$(MODELS),$(WORK)/attention/$(m)/.done)
 score: $(WORK)/scores.txt
 
 # -------------------------------------------------------------------------------------------- data
-# Links, not copies. DATA is recorded, so pointing it elsewhere redoes everything downstream.
-$(LINKS)/DATA: FORCE
-	$(call value_stamp,$@,$(DATA_DIR))
+# Links, not copies. work/data/DATA records the corpus directory and changes only when DATA does; then
+# every link is pointed anew, and everything downstream is redone. (make judges a link by the date of
+# the file it points to, so the links themselves are made only when missing: order-only.)
+MISSING = echo "error: $(DATA_DIR)/$(1) not found; set DATA=/path/to/deb-$(SRC)-$(TGT)" >&2; exit 1
 
-$(LINKS)/%: $(LINKS)/DATA
-	@test -f $(DATA_DIR)/$* || { echo "error: $(DATA_DIR)/$* not found; set DATA=/path/to/deb-$(SRC)-$(TGT)" >&2; \
-	    exit 1; }
+$(LINKS)/DATA: FORCE
+	@mkdir -p $(@D)
+	@if [ ! -f $@ ] || [ "$$(cat $@)" != "$(DATA_DIR)" ]; then \
+	    for f in $(CORPUS_FILES); do test -f $(DATA_DIR)/$$f || { $(call MISSING,$$f); }; done; \
+	    for f in $(CORPUS_FILES); do ln -sfn $(DATA_DIR)/$$f $(LINKS)/$$f; done; \
+	    echo "$(DATA_DIR)" > $@; echo "linked $(LINKS)/ to $(DATA_DIR)/"; fi
+
+$(LINKS)/%: | $(LINKS)/DATA
+	@test -f $(DATA_DIR)/$* || { $(call MISSING,$*); }
 	ln -sfn $(DATA_DIR)/$* $@
 
 # ----------------------------------------------------------------------------------------- prepare
 # prepare rewrites meta.json only when its inputs or the data/bpe settings changed. The models depend on
 # meta.json's own date, so editing the model section of one config does not retrain the other model.
-$(STAMPS)/prepared: $(CORPUS) $(PREPARE_CONFIG)
+$(STAMPS)/prepared: $(LINKS)/DATA $(CORPUS) $(PREPARE_CONFIG)
 	@mkdir -p $(@D)
 	$(MTKIT) prepare $(PREPARE_CONFIG)
 	@touch $@
@@ -121,8 +131,8 @@ $(WORK)/scores.txt: $(SCORED) $(LINKS)/test.$(TGT)
 
 define show_scores
 @cat $(WORK)/scores.txt
-$(if $(APERTIUM_PAIR),$(if $(APERTIUM),,@echo "note: apertium is not installed, so the rule-based system \
-is not scored (apt-get install apertium-$(APERTIUM_PAIR))"))
+$(if $(APERTIUM_PAIR),$(if $(APERTIUM),,@echo "note: apertium (with its $(APERTIUM_PAIR) pair) is not \
+installed, so the rule-based system is not scored (apt-get install apertium-$(APERTIUM_PAIR))"))
 @echo "attention heatmaps: $(foreach m,$(MODELS),$(WORK)/attention/$(m)/)"
 endef
 

@@ -75,7 +75,8 @@ def config():
 if cmd == "prepare":  # like mtkit: meta.json is rewritten only when the inputs changed
     cfg = config()
     out = Path(cfg.data.dir)
-    stamp = "".join(str(os.stat(p).st_mtime_ns) for p in (cfg.data.train_src, cfg.data.train_tgt))
+    inputs = [os.path.realpath(p) for p in (cfg.data.train_src, cfg.data.train_tgt)]
+    stamp = "".join(f"{p}:{os.stat(p).st_mtime_ns}" for p in inputs)
     if not (out / "meta.json").is_file() or (out / "meta.json").read_text() != stamp:
         out.mkdir(parents=True, exist_ok=True)
         (out / "meta.json").write_text(stamp)
@@ -103,14 +104,20 @@ def _copy_recipe(name: str, root: Path) -> Path:
     return target
 
 
-def _make(recipe: Path, log: Path, fake: Path, *variables: str) -> list[str]:
-    """Run make in `recipe` with the stand-in; return the mtkit commands it ran (first word each)."""
+def _make(recipe: Path, log: Path, fake: Path, *variables: str, path: Path | None = None) -> list[str]:
+    """Run make in `recipe` with the stand-in; return the mtkit commands it ran (first word each).
+    A run with nothing to do must also print nothing (no links re-made, no stamps rewritten)."""
     log.write_text("")
     env = dict(os.environ, FAKE_LOG=str(log))
+    if path is not None:
+        env["PATH"] = f"{path}{os.pathsep}{env['PATH']}"
     proc = subprocess.run(["make", "--no-print-directory", f"MTKIT={sys.executable} {fake}", *variables],
                           cwd=recipe, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    return [line.split()[0] for line in log.read_text().splitlines()]
+    calls = [line.split()[0] for line in log.read_text().splitlines()]
+    if not calls:
+        assert proc.stdout.strip() in ("", "make: Nothing to be done for 'all'."), proc.stdout
+    return calls
 
 
 def _fake_corpus(root: Path, src: str, tgt: str) -> Path:
@@ -166,6 +173,41 @@ def test_deb_recipe_runs_every_stage_once_then_nothing(tmp_path: Path) -> None:
     _bump(data / "train.de.gz")
     calls = _make(recipe, log, fake, f"DATA={data}", "TIME=2", "MODELS=rnn")
     assert sorted(calls) == sorted(["prepare", "train", "translate", "translate", "translate", "score"])
+
+    # the corpus elsewhere (even with older files): the links follow and everything is redone
+    moved = tmp_path / "moved"
+    shutil.copytree(data, moved, copy_function=shutil.copy2)
+    calls = _make(recipe, log, fake, f"DATA={moved}", "TIME=2")
+    assert sorted(calls) == sorted(["prepare", "train", "train", *["translate"] * 6, "score"])
+    assert (recipe / "work" / "data" / "dev.de").resolve() == moved / "dev.de"
+    assert _make(recipe, log, fake, f"DATA={moved}", "TIME=2") == []
+
+
+FAKE_APERTIUM = """#!/bin/sh
+# stand-in for Debian's apertium: lists its pairs, "translates" by upper-casing
+if [ "$1" = "-l" ]; then printf '  eng-spa\\n  spa-eng\\n'; exit 0; fi
+[ "$1" = "-u" ] && [ "$2" = "eng-spa" ] || exit 2
+tr a-z A-Z
+"""
+
+
+@needs_make
+def test_en_es_recipe_scores_apertium_when_it_is_installed(tmp_path: Path) -> None:
+    recipe = _copy_recipe("deb-en-es", tmp_path)
+    fake = tmp_path / "fake_mtkit.py"
+    fake.write_text(FAKE_MTKIT)
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "apertium").write_text(FAKE_APERTIUM)
+    (tools / "apertium").chmod(0o755)
+    data = _fake_corpus(tmp_path, "en", "es")
+    log = tmp_path / "calls.log"
+
+    calls = _make(recipe, log, fake, f"DATA={data}", "MODEL=rnn", path=tools)
+    assert sorted(calls) == sorted(["prepare", "train", "translate", "translate", "translate", "score"])
+    assert (recipe / "work" / "hyp" / "apertium.es").read_text() == (data / "test.en").read_text().upper()
+    assert "work/hyp/apertium.es" in (recipe / "work" / "scores.txt").read_text()
+    assert _make(recipe, log, fake, f"DATA={data}", "MODEL=rnn", path=tools) == []
 
 
 @needs_make

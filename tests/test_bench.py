@@ -1,0 +1,70 @@
+"""bench/run.py: the numbers it derives (training throughput, per-process peak memory) and its options."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "run.py"
+spec = importlib.util.spec_from_file_location("bench_run", SCRIPT)
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+
+def _metrics(path: Path, events: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    return path
+
+
+def test_throughput_skips_warmup_and_weights_intervals_by_duration(tmp_path: Path) -> None:
+    events = [
+        {"event": "train", "step": 10, "elapsed": 100.0, "tokens_per_s": 1.0},  # slow start: warm-up
+        {"event": "train", "step": 20, "elapsed": 110.0, "tokens_per_s": 1000.0},
+        {"event": "valid", "step": 20, "elapsed": 150.0},  # validation pauses are not training time
+        {"event": "train", "step": 30, "elapsed": 160.0, "tokens_per_s": 2000.0},
+        {"event": "train", "step": 40, "elapsed": 190.0, "tokens_per_s": 4000.0},
+    ]
+    out = bench.throughput(_metrics(tmp_path / "m.jsonl", events), warmup=20)
+    # intervals 20→30 (2000 tok/s for 50 s by the clock) and 30→40 (4000 tok/s for 30 s)
+    assert out["tgt_tokens_per_s"] == pytest.approx((2000 * 50 + 4000 * 30) / 80, rel=1e-3)
+    assert out["measured_updates"] == 20
+    assert out["updates_per_s"] == pytest.approx(20 / 80, rel=1e-2)
+
+
+def test_throughput_without_measured_interval_is_an_error(tmp_path: Path) -> None:
+    events = [{"event": "train", "step": 10, "elapsed": 1.0, "tokens_per_s": 5.0}]
+    with pytest.raises(bench.BenchError, match="no logged training interval"):
+        bench.throughput(_metrics(tmp_path / "m.jsonl", events), warmup=0)
+
+
+def test_run_measured_reports_the_child_s_own_peak_memory(tmp_path: Path) -> None:
+    small = [sys.executable, "-c", "pass"]
+    big = [sys.executable, "-c", "x = bytearray(200 * 2**20); x[::4096] = b'1' * len(x[::4096])"]
+    _, rss_big = bench.run_measured(big, tmp_path / "big.log")
+    _, rss_small = bench.run_measured(small, tmp_path / "small.log")  # measured after the big one
+    assert rss_big > 200 > rss_small
+
+
+def test_run_measured_failure_names_the_log(tmp_path: Path) -> None:
+    cmd = [sys.executable, "-c", "import sys; print('boom: bad input'); sys.exit(3)"]
+    with pytest.raises(bench.BenchError, match=r"exit 3\): boom: bad input \[log: .*fail.log\]"):
+        bench.run_measured(cmd, tmp_path / "fail.log")
+
+
+def test_parts_selection_and_quick_defaults(tmp_path: Path) -> None:
+    args = bench.parse_args(["--only", "train,translate", "--skip", "translate", "--work", str(tmp_path)])
+    assert args.parts == ["train"] and args.steps == 100 and args.warmup == 20
+    quick = bench.parse_args(["--quick", "--work", str(tmp_path)])
+    assert quick.parts == list(bench.PARTS) and quick.steps < 100
+    assert quick.out == tmp_path / "quick" / "results-quick.json"  # never overwrites bench/results.json
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--only", "decode"])
+
+
+def test_missing_corpus_is_named(tmp_path: Path) -> None:
+    with pytest.raises(bench.BenchError, match=r"train\.en\.gz not found; set DATA="):
+        bench.corpus_files(tmp_path)

@@ -15,7 +15,8 @@ from mtkit import __version__
 from mtkit.errors import MtkitError
 
 app = typer.Typer(
-    help="mtkit: neural machine translation from the command line (BPE → prepare → train → translate → score).",
+    help="mtkit: neural machine translation from the command line "
+    "(BPE → prepare → train → translate → score).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -36,7 +37,8 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Show the version."),
     debug: bool = typer.Option(False, "--debug", help="Show full tracebacks on errors."),
 ) -> None:
     _DEBUG["on"] = debug

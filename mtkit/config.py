@@ -165,7 +165,9 @@ class TrainingConfig:
     log_every: int = _f(100, "Log training metrics every N updates.", 1)
     device: str = _f("auto", "auto, cpu, cuda, cuda:N or mps.")
     precision: Literal["auto", "fp32", "bf16", "fp16"] = _f(
-        "auto", "Autocast precision; auto = bf16 on CUDA when supported, else fp32."
+        "auto",
+        "Autocast precision (weights stay fp32); auto = bf16 on CUDA GPUs and on CPUs with native bf16 "
+        "(AVX512-BF16/AMX), else fp32.",
     )
     compile: bool = _f(False, "Compile the model with torch.compile.")
     threads: int = _f(0, "CPU threads for PyTorch (0 = all allowed cores).", 0)

@@ -109,6 +109,8 @@ def _make(recipe: Path, log: Path, fake: Path, *variables: str, path: Path | Non
     A run with nothing to do must also print nothing (no links re-made, no stamps rewritten)."""
     log.write_text("")
     env = dict(os.environ, FAKE_LOG=str(log))
+    for inherited in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS"):  # run as a user would, not as a sub-make
+        env.pop(inherited, None)
     if path is not None:
         env["PATH"] = f"{path}{os.pathsep}{env['PATH']}"
     proc = subprocess.run(["make", "--no-print-directory", f"MTKIT={sys.executable} {fake}", *variables],

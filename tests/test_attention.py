@@ -18,14 +18,6 @@ from mtkit.models.positions import RelativePositions
 B, T, S = 3, 4, 6
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny tensors: threads only add overhead (and thrash when the cores are shared)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 def _mask() -> torch.Tensor:
     mask = torch.ones(B, S, dtype=torch.bool)

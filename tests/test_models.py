@@ -18,14 +18,6 @@ BASE = {"arch": "transformer", "d_model": 512, "heads": 8, "d_ff": 2048, "encode
         "decoder_layers": 6, "tie_embeddings": True, "share_all_embeddings": True}
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny tensors: threads only add overhead (and thrash when the cores are shared)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 def test_build_model_dispatches_on_arch() -> None:
     assert isinstance(build_model(ModelConfig(d_model=16, heads=2, d_ff=8), 10, 10), Transformer)

@@ -18,14 +18,6 @@ SCORERS = ["dot", "scaled_dot", "general", "additive", "none"]
 STYLES = [("bahdanau", True), ("luong", True), ("luong", False)]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny tensors: threads only add overhead (and thrash when the cores are shared)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 def tiny(attention: str = "additive", style: str = "bahdanau", rnn_type: str = "lstm",
          bidirectional: bool = True, input_feeding: bool = True, **kw) -> RNNSeq2Seq:

@@ -17,14 +17,6 @@ V = 23
 VARIANTS = list(itertools.product(["sinusoidal", "learned", "relative"], ["post", "pre"]))
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny tensors: threads only add overhead (and thrash when the cores are shared)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 def tiny(positions: str = "sinusoidal", norm: str = "post", **kw) -> Transformer:
     torch.manual_seed(0)

@@ -182,6 +182,8 @@ def translate(
         help="Another model dir to ensemble with (repeatable)."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:N, mps."),
     int8: bool = typer.Option(False, "--int8", help="Dynamic int8 quantization of linear layers (CPU)."),
+    precision: str = typer.Option("auto", "--precision",
+        help="auto, fp32, bf16 or fp16 (auto: bf16 on GPUs and on CPUs with native bf16, else fp32)."),
     threads: int = typer.Option(0, "--threads", help="CPU threads (0 = all allowed cores)."),
     set: list[str] = typer.Option([], "--set",
         help="Override a decoding key, e.g. --set decoding.beam_size=4."),
@@ -198,7 +200,8 @@ def translate(
                        ("no_repeat_ngram", no_repeat_ngram), ("max_tokens", max_tokens)):
         if value is not None:
             overrides.append(f"decoding.{key}={value}")
-    run_translate(model, input, output, checkpoint=checkpoint, device=device, int8=int8, threads=threads,
+    run_translate(model, input, output, checkpoint=checkpoint, device=device, int8=int8, precision=precision,
+                  threads=threads,
                   ensemble=ensemble, overrides=overrides, nbest=nbest, sample=sample, seed=seed,
                   json_lines=json_out, alignment=alignment, attention_plot=attention_plot,
                   attention_plot_max=attention_plot_max, attention_layer=attention_layer,

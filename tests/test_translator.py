@@ -66,9 +66,14 @@ def model_dir(tmp_path_factory) -> Path:
     return make_model_dir(tmp_path_factory.mktemp("model"), beam_size=3, max_len_a=1.0, max_len_b=4)
 
 
+def exact(model: Path, **options) -> Translator:
+    """A one-thread fp32 translator: its results do not depend on how sentences are batched."""
+    return Translator(model, device="cpu", threads=1, precision="fp32", **options)
+
+
 @pytest.fixture(scope="module")
 def translator(model_dir) -> Translator:
-    return Translator(model_dir, device="cpu", threads=1)
+    return exact(model_dir)
 
 
 def sentences(n: int, seed: int = 1) -> list[str]:
@@ -90,7 +95,7 @@ def test_batched_equals_one_by_one_and_order_is_kept(translator):
 def test_token_budget_and_chunks_do_not_change_results(model_dir, translator):
     lines = sentences(15, seed=2)
     reference = translator.translate(lines)
-    small = Translator(model_dir, device="cpu", threads=1, overrides=["decoding.max_tokens=20"])
+    small = exact(model_dir, overrides=["decoding.max_tokens=20"])
     assert small.translate(lines) == reference
     streamed = [t.text for t in translator.translate_stream(iter(lines), chunk_size=4)]
     assert streamed == reference
@@ -105,7 +110,7 @@ def test_translation_is_the_detokenized_best_hypothesis(translator):
 
 
 def test_hostile_input_keeps_one_output_per_line(model_dir, capsys):
-    translator = Translator(model_dir, device="cpu", threads=1, overrides=["decoding.beam_size=1"])
+    translator = exact(model_dir, overrides=["decoding.beam_size=1"])
     long_line = " ".join(random.Random(3).choice(WORDS) for _ in range(5000))
     lines = ["", "   \t ", "the cat .", long_line, "a\x00b\x1b[31mc\x7f door", "window \u2028 door", "\x0c"]
     out = translator.translate_hypotheses(lines)
@@ -141,7 +146,7 @@ def test_clean_line():
 
 
 def test_nbest_and_alignment(model_dir):
-    translator = Translator(model_dir, device="cpu", threads=1, nbest=3)
+    translator = exact(model_dir, nbest=3)
     out = translator.translate_hypotheses(sentences(4, seed=5), need_attention=True)
     for tr in out:
         assert len(tr.hypotheses) == 3
@@ -155,12 +160,12 @@ def test_nbest_and_alignment(model_dir):
 
 def test_sampling_seeded_and_ensemble(model_dir, tmp_path):
     lines = sentences(5, seed=6)
-    a = Translator(model_dir, device="cpu", threads=1, sample=True, seed=3, nbest=2)
-    b = Translator(model_dir, device="cpu", threads=1, sample=True, seed=3, nbest=2)
+    a = exact(model_dir, sample=True, seed=3, nbest=2)
+    b = exact(model_dir, sample=True, seed=3, nbest=2)
     assert [[h.text for h in t.hypotheses] for t in a.translate_hypotheses(lines)] == \
         [[h.text for h in t.hypotheses] for t in b.translate_hypotheses(lines)]
-    alone = Translator(model_dir, device="cpu", threads=1)
-    pair = Translator(model_dir, device="cpu", threads=1, ensemble=[model_dir])
+    alone = exact(model_dir)
+    pair = exact(model_dir, ensemble=[model_dir])
     assert pair.translate(lines) == alone.translate(lines)
     other = make_model_dir(tmp_path / "other", vocab_size=80)
     if len(Bpe(other / "bpe.model")) != len(alone.src_bpe):
@@ -170,23 +175,48 @@ def test_sampling_seeded_and_ensemble(model_dir, tmp_path):
 
 def test_checkpoint_file_and_choice(model_dir, tmp_path, capsys):
     lines = sentences(3, seed=9)
-    reference = Translator(model_dir, device="cpu", threads=1).translate(lines)
-    assert Translator(model_dir / "checkpoint_best.pt", device="cpu", threads=1).translate(lines) == reference
-    assert Translator(model_dir, checkpoint=str(model_dir / "checkpoint_best.pt"), device="cpu",
-                      threads=1).translate(lines) == reference
+    reference = exact(model_dir).translate(lines)
+    assert exact(model_dir / "checkpoint_best.pt").translate(lines) == reference
+    assert exact(model_dir, checkpoint=str(model_dir / "checkpoint_best.pt")).translate(lines) == reference
     only_last = tmp_path / "only_last"
     only_last.mkdir()
     for name in ("bpe.model", "meta.json"):
         (only_last / name).write_bytes((model_dir / name).read_bytes())
     (only_last / "checkpoint_last.pt").write_bytes((model_dir / "checkpoint_best.pt").read_bytes())
-    assert Translator(only_last, device="cpu", threads=1).translate(lines) == reference
+    assert exact(only_last).translate(lines) == reference
     assert "using checkpoint_last.pt" in capsys.readouterr().err
 
 
 def test_int8_translates(model_dir):
     lines = sentences(3, seed=7)
-    quantized = Translator(model_dir, device="cpu", threads=1, int8=True)
+    quantized = exact(model_dir, int8=True)
     assert len(quantized.translate(lines)) == 3
+
+
+@pytest.mark.parametrize("arch", ["transformer", "rnn"])
+def test_bf16_decoding_scores_like_fp32(arch, tmp_path):
+    """bf16 weights change rounding, not the model: the best hypothesis bf16 finds scores, under the
+    fp32 model, within a small margin of fp32's own best."""
+    d = make_model_dir(tmp_path / arch, arch=arch, beam_size=3, max_len_a=1.0, max_len_b=4)
+    lines = sentences(8, seed=11)
+    fp32 = exact(d)
+    bf16 = Translator(d, device="cpu", threads=1, precision="bf16")
+    assert next(bf16.model.parameters()).dtype == torch.bfloat16
+    assert fp32.dtype == torch.float32
+    a, b = fp32.translate_hypotheses(lines), bf16.translate_hypotheses(lines)
+    assert len(b) == len(lines) and all(t.text for t in b)
+    for x, y in zip(a, b, strict=True):
+        best = x.hypotheses[0].score
+        assert y.hypotheses[0].score == pytest.approx(best, abs=0.1 * abs(best))
+
+
+def test_precision_errors(model_dir):
+    with pytest.raises(ConfigError, match="fp16 needs a GPU"):
+        Translator(model_dir, device="cpu", precision="fp16")
+    with pytest.raises(ConfigError, match="int8"):
+        Translator(model_dir, device="cpu", precision="bf16", int8=True)
+    with pytest.raises(ConfigError, match="use auto, fp32"):
+        Translator(model_dir, device="cpu", precision="half")
 
 
 def test_rnn_model_dir(tmp_path):
@@ -264,7 +294,7 @@ def test_cli_file_io_nbest_json_alignment_plots(model_dir, tmp_path):
                   "--alignment").split("\n")[:-1]
     assert len(rows) == 18
     pharaoh = re.compile(r"^(\d+-\d+( \d+-\d+)*)?$")
-    translator = Translator(model_dir, device="cpu", threads=1)
+    translator = exact(model_dir)
     for n, row in enumerate(rows):
         index, score, text, align = row.split("\t")
         assert int(index) == n // 3

@@ -12,6 +12,8 @@
 #   TIME     training budget in minutes per model (0 = none); STEPS: budget in updates (0 = none)
 #   DEVICE   auto, cpu, cuda, cuda:N, mps
 #   BEAM     beam size of the beam-search systems (default 5)
+#   TRAIN_ARGS  more arguments for `mtkit train`, e.g. TRAIN_ARGS="--set training.keep_last=10"
+#            (not tracked: changing it alone does not train again)
 #   PYTHON, MTKIT   the interpreter and the mtkit command
 
 include $(RECIPE_DIR)/../common.mk
@@ -22,6 +24,7 @@ MODELS ?= $(if $(MODEL),$(MODEL),transformer rnn)
 TIME ?= 35
 STEPS ?= 0
 BEAM ?= 5
+TRAIN_ARGS ?=
 PLOT_SENTENCES ?= 3
 DATA_DIR := $(abspath $(DATA))
 
@@ -96,7 +99,7 @@ $(STAMPS)/%.budget: FORCE
 stamps: $(foreach m,$(MODELS),$(STAMPS)/$(m).fresh $(STAMPS)/$(m).budget)
 
 $(STAMPS)/%.trained: %.yaml $(STAMPS)/%.fresh $(STAMPS)/%.budget
-	$(MTKIT) train $< --max-time $(TIME) --max-steps $(STEPS) --device $(DEVICE)
+	$(MTKIT) train $< --max-time $(TIME) --max-steps $(STEPS) --device $(DEVICE) $(TRAIN_ARGS)
 	@touch $@
 
 # --------------------------------------------------------------------------------------- translate

@@ -279,7 +279,7 @@ def bench_translate(args: argparse.Namespace, files: dict[str, Path]) -> dict[st
         entry: dict[str, Any] = {"model": str(model), "undertrained": undertrained}
         for mode, flags in (("greedy", ["--greedy"]), ("beam5", ["--beam", "5"])):
             base = ["translate", "--model", str(model), "--checkpoint", checkpoint, "--device", args.device,
-                    *flags]
+                    "--precision", args.precision, *flags]
             if args.quick:  # an undertrained model babbles up to the length limit: keep that short
                 base += ["--max-len-a", "0", "--max-len-b", "20"]
             print(f"translate {name} {mode}: {sentences:,} sentences ...", file=sys.stderr, flush=True)
@@ -296,9 +296,20 @@ def bench_translate(args: argparse.Namespace, files: dict[str, Path]) -> dict[st
                            "startup_seconds": round(startup, 2),
                            "model_sentences_per_s": round(sentences / model_seconds, 2),
                            "output_words_per_s": round(words / model_seconds, 1),
+                           "bleu": test_bleu(hyp, files["test_tgt"]),
                            "peak_rss_mib": _mib(rss)}
         results[name] = entry
     return results
+
+
+def test_bleu(hyp: Path, ref: Path) -> float:
+    """BLEU of a translation: a speed measured on output that is not a translation means little."""
+    import sacrebleu
+
+    with _open_text(ref) as f:
+        refs = [line.rstrip("\n") for line in f]
+    hyps = hyp.read_text(encoding="utf-8").splitlines()
+    return round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2)
 
 
 # ----------------------------------------------------------------------------------------- reporting
@@ -335,7 +346,8 @@ def print_table(results: dict[str, Any]) -> None:
             note = " (undertrained model)" if t.get("undertrained") else ""
             table.add_row("translate", f"{name} {mode}, {r['sentences']:,} sentences{note}",
                           f"{_fmt(r['sentences_per_s'])} sent/s "
-                          f"({_fmt(r['model_sentences_per_s'])} model only)",
+                          f"({_fmt(r['model_sentences_per_s'])} model only), "
+                          f"BLEU {_fmt(r.get('bleu'), '.2f')}",
                           _fmt(r["peak_rss_mib"]))
     console = Console(soft_wrap=False)
     if not console.is_terminal:  # a log file or a pipe: wide enough for one line per row
@@ -360,6 +372,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--log-every", type=int, default=10, help="training log interval in updates")
     p.add_argument("--model", action="append", default=[], help="translate with this model dir (repeatable)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N, mps")
+    p.add_argument("--precision", default="auto", help="translate --precision: auto, fp32, bf16, fp16")
     p.add_argument("--work", type=Path, default=REPO / "bench" / "work", help="scratch directory")
     p.add_argument("--out", type=Path, default=None,
                    help="results file (default bench/results.json; --quick: WORK/results-quick.json)")
@@ -395,6 +408,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     stages = {"prepare": bench_prepare, "train": bench_train, "translate": bench_translate}
     for part in args.parts:
         results[part] = stages[part](args, files)
+        if part == "translate":
+            results["translate_settings"] = {"precision": args.precision}
         if part == "train":
             results["train_settings"] = {"warmup_updates": args.warmup, "measured_updates": args.steps,
                                          "configs": "recipes/deb-en-de/{transformer,rnn}.yaml"}

@@ -68,3 +68,13 @@ def test_parts_selection_and_quick_defaults(tmp_path: Path) -> None:
 def test_missing_corpus_is_named(tmp_path: Path) -> None:
     with pytest.raises(bench.BenchError, match=r"train\.en\.gz not found; set DATA="):
         bench.corpus_files(tmp_path)
+
+
+def test_bleu_of_a_translation(tmp_path):
+    ref = tmp_path / "ref.de"
+    ref.write_text("das ist ein kleines haus .\nwo gehst du hin ?\n", encoding="utf-8")
+    same, other = tmp_path / "same.de", tmp_path / "other.de"
+    same.write_text(ref.read_text(encoding="utf-8"), encoding="utf-8")
+    other.write_text("das ist ein großes haus .\nwohin gehst du ?\n", encoding="utf-8")
+    assert bench.test_bleu(same, ref) == 100.0
+    assert 0.0 < bench.test_bleu(other, ref) < 100.0

@@ -296,13 +296,13 @@ def bench_translate(args: argparse.Namespace, files: dict[str, Path]) -> dict[st
                            "startup_seconds": round(startup, 2),
                            "model_sentences_per_s": round(sentences / model_seconds, 2),
                            "output_words_per_s": round(words / model_seconds, 1),
-                           "bleu": test_bleu(hyp, files["test_tgt"]),
+                           "bleu": bleu_of(hyp, files["test_tgt"]),
                            "peak_rss_mib": _mib(rss)}
         results[name] = entry
     return results
 
 
-def test_bleu(hyp: Path, ref: Path) -> float:
+def bleu_of(hyp: Path, ref: Path) -> float:
     """BLEU of a translation: a speed measured on output that is not a translation means little."""
     import sacrebleu
 

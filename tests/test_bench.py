@@ -76,5 +76,5 @@ def test_bleu_of_a_translation(tmp_path):
     same, other = tmp_path / "same.de", tmp_path / "other.de"
     same.write_text(ref.read_text(encoding="utf-8"), encoding="utf-8")
     other.write_text("das ist ein großes haus .\nwohin gehst du ?\n", encoding="utf-8")
-    assert bench.test_bleu(same, ref) == 100.0
-    assert 0.0 < bench.test_bleu(other, ref) < 100.0
+    assert bench.bleu_of(same, ref) == 100.0
+    assert 0.0 < bench.bleu_of(other, ref) < 100.0

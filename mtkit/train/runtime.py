@@ -91,3 +91,17 @@ def keep_freed_memory() -> bool:
         return bool(libc.mallopt(_M_MMAP_MAX, 0)) and bool(libc.mallopt(_M_TRIM_THRESHOLD, 1 << 40))
     except (OSError, AttributeError):
         return False
+
+
+def release_freed_memory() -> bool:
+    """Hand the heap's free pages back to the kernel (glibc ``malloc_trim``).
+
+    The price of ``keep_freed_memory``: batches of ever new shapes fragment a heap that never shrinks,
+    and the process's resident size crept up (transformer-small: 4.6 GB after 8 minutes, 5.3 GB after
+    30). The trainer calls this after each validation, so growth is bounded by what one validation
+    interval adds, for the cost of page faults in the next step. False where glibc is missing.
+    """
+    try:
+        return bool(ctypes.CDLL("libc.so.6").malloc_trim(0))
+    except (OSError, AttributeError):
+        return False

@@ -46,7 +46,14 @@ from mtkit.train.distributed import (
 )
 from mtkit.train.loss import diversity_penalty, label_smoothed_nll
 from mtkit.train.progress import TrainingDisplay, train_line, valid_line
-from mtkit.train.runtime import autocast, configure_cpu, keep_freed_memory, make_optimizer, resolve_precision
+from mtkit.train.runtime import (
+    autocast,
+    configure_cpu,
+    keep_freed_memory,
+    make_optimizer,
+    release_freed_memory,
+    resolve_precision,
+)
 from mtkit.train.sampling import gold_probability, mix_predictions
 from mtkit.train.schedules import LRSchedule, is_improvement
 from mtkit.train.validation import DevSet, build_dev_set, evaluate
@@ -241,6 +248,8 @@ class Trainer:
         if self.info.is_main and self.dev is not None:
             assert self.tgt_bpe is not None
             result = evaluate(self.model, self.dev, self.cfg, self.device, self._autocast(), self.tgt_bpe)
+        if self.device.type == "cpu":
+            release_freed_memory()
         result = broadcast_object(result, self.info)  # type: ignore[assignment]
         score = result.get(f"dev_{metric}")
         valid = {"metric": metric, "score": score, **result}

@@ -4,11 +4,18 @@ BLEU/chrF/TER use sacrebleu's Python API with its default settings, so the numbe
 `sacrebleu` command line and come with its reproducibility signature. WER is implemented here as a
 sacrebleu `Metric` (word edit distance summed over the corpus / reference words), so sacrebleu's own
 paired bootstrap test handles it like the others.
+
+Segment statistics are computed once per system and metric, spread over the allowed cores, and shared
+by the corpus score and the bootstrap test (sacrebleu alone would compute them twice). That matters
+for TER, which is pure Python and slow on long segments: scoring four systems on the 2,000 deb-en-de
+test segments took 6.5 minutes before.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -207,6 +214,7 @@ def score_files(hyps: list[str], refs: list[str], metrics: list[str], *, tokeniz
     except (ImportError, ValueError, RuntimeError) as exc:  # e.g. ja-mecab without its optional package
         raise MtkitError(f"score: {exc}") from None
 
+    _share_statistics(objects, [lines for _, lines in systems])
     results = []
     labels: dict[str, str] = {}
     for name, lines in systems:
@@ -223,6 +231,65 @@ def score_files(hyps: list[str], refs: list[str], metrics: list[str], *, tokeniz
     if len(systems) > 1 and bootstrap > 0:
         _add_paired_bootstrap(report, systems, objects, bootstrap)
     return report
+
+
+# segments per parallel job; and the state a forked worker reads: metric objects, systems, full ref caches
+_CHUNK = 250
+_JOB_STATE: dict[str, Any] = {}
+
+
+def _statistics_job(job: tuple[str, int, int, int]) -> list[Any]:
+    name, system, start, end = job
+    metric = _JOB_STATE["metrics"][name]
+    metric._ref_cache = _JOB_STATE["ref_caches"][name][start:end]  # this worker's copy: align with the slice
+    return metric._extract_corpus_statistics(_JOB_STATE["systems"][system][start:end], None)
+
+
+def _share_statistics(objects: dict[str, Metric], systems: list[list[str]]) -> None:
+    """Compute every (system, metric) table of segment statistics up front, in parallel where there
+    is enough work, and make each metric answer later requests for those hypotheses from this table."""
+    n = len(systems[0])
+    jobs = [(name, i, start, min(start + _CHUNK, n)) for name in objects for i in range(len(systems))
+            for start in range(0, n, _CHUNK)]
+    workers = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1, len(jobs))
+    parts: list[list[Any]]
+    if workers > 1 and n * len(systems) >= 1000 and "fork" in multiprocessing.get_all_start_methods():
+        _JOB_STATE.update(metrics=objects, systems=systems,
+                          ref_caches={name: m._ref_cache for name, m in objects.items()})
+        try:
+            with multiprocessing.get_context("fork").Pool(workers) as pool:
+                parts = pool.map(_statistics_job, jobs, chunksize=1)
+        finally:
+            _JOB_STATE.clear()
+    else:
+        parts = [_slice_statistics(objects[name], systems[i], a, b) for name, i, a, b in jobs]
+    tables: dict[str, dict[int, list[Any]]] = {name: {} for name in objects}
+    for (name, i, _, _), part in zip(jobs, parts, strict=True):
+        tables[name].setdefault(i, []).extend(part)
+    for name, metric in objects.items():
+        _answer_from(metric, {tuple(systems[i]): stats for i, stats in tables[name].items()})
+
+
+def _slice_statistics(metric: Metric, hyps: list[str], start: int, end: int) -> list[Any]:
+    full = metric._ref_cache
+    try:
+        metric._ref_cache = full[start:end]
+        return metric._extract_corpus_statistics(hyps[start:end], None)
+    finally:
+        metric._ref_cache = full
+
+
+def _answer_from(metric: Metric, table: dict[tuple[str, ...], list[Any]]) -> None:
+    original = metric._extract_corpus_statistics
+
+    def cached(hypotheses: Sequence[str], references: Sequence[Sequence[str]] | None) -> Any:
+        if references is None:
+            stats = table.get(tuple(hypotheses))
+            if stats is not None:
+                return [list(row) for row in stats]  # callers may not share (or alter) our rows
+        return original(hypotheses, references)
+
+    metric._extract_corpus_statistics = cached  # type: ignore[method-assign]
 
 
 def _add_paired_bootstrap(report: ScoreReport, systems: list[tuple[str, list[str]]],

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from mtkit import score as score_mod
 from mtkit.errors import DataError, MtkitError
 from mtkit.score import WER, edit_distance, parse_metrics, score_files
 
@@ -153,3 +154,28 @@ def test_unknown_tokenizer_is_a_clean_error(tmp_path: Path) -> None:
     ref, hyp, _ = make_files(tmp_path, n=5)
     with pytest.raises(MtkitError, match="--tokenize: unknown tokenizer 'nonsense' \\(sacrebleu has .*13a"):
         score_files([str(hyp)], [str(ref)], ["bleu"], tokenize="nonsense")
+
+
+def test_parallel_shared_statistics_give_the_serial_numbers(tmp_path: Path, monkeypatch) -> None:
+    """Statistics computed in forked workers, chunk by chunk, and shared with the bootstrap test must
+    give exactly what one process computing everything itself gives."""
+    rng = random.Random(5)
+    words = ["the", "a", "house", "cat", "sat", "on", "mat", "dog", "ran", "to", "door", "window"]
+
+    def corpus(n: int) -> list[str]:
+        return [" ".join(rng.choice(words) for _ in range(rng.randint(1, 12))) for _ in range(n)]
+
+    ref, a, b = tmp_path / "ref", tmp_path / "a", tmp_path / "b"
+    for path in (ref, a, b):
+        path.write_text("\n".join(corpus(620)) + "\n", encoding="utf-8")
+    args = ([str(a), str(b)], [str(ref)], ["bleu", "chrf", "ter", "wer"])
+    pools = []
+    get_context = score_mod.multiprocessing.get_context
+    monkeypatch.setattr(score_mod.multiprocessing, "get_context", lambda m: pools.append(m) or get_context(m))
+    monkeypatch.setattr(score_mod.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    parallel = score_mod.score_files(*args, bootstrap=100).as_dict()
+    assert pools == ["fork"]
+    monkeypatch.setattr(score_mod.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    serial = score_mod.score_files(*args, bootstrap=100).as_dict()
+    assert pools == ["fork"]
+    assert parallel == serial

@@ -40,3 +40,4 @@ def test_plot_rejects_missing_head(tmp_path):
 def test_head_label():
     assert head_label("avg", -1) == "last layer, mean of heads"
     assert head_label(2, 0) == "layer 0, head 2"
+    assert head_label("avg", -1, heads=1) == "attention"  # the RNN: one attention, one head

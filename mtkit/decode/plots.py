@@ -65,8 +65,11 @@ def plot_attention(attention: Tensor, source_tokens: list[str], target_tokens: l
     return path
 
 
-def head_label(head: int | str, layer: int) -> str:
-    """E.g. "last layer, mean of heads" or "layer 0, head 2" (for plot titles)."""
+def head_label(head: int | str, layer: int, heads: int = 2) -> str:
+    """E.g. "last layer, mean of heads" or "layer 0, head 2" (for plot titles); a model with one
+    attention of one head (the RNN) has nothing to choose: "attention"."""
+    if heads == 1 and head in ("avg", 0) and layer in (-1, 0):
+        return "attention"
     where = "last layer" if layer == -1 else f"layer {layer}"
     what = "mean of heads" if head == "avg" else f"head {head}"
     return f"{where}, {what}"

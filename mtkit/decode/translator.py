@@ -511,8 +511,9 @@ def _plot(tr: Translation, plot_dir: Path, head: int | str, layer: int) -> None:
     if not tr.hypotheses or tr.hypotheses[0].attention is None:
         return
     best = tr.hypotheses[0]
+    label = head_label(head, layer, best.attention.size(0))
     plot_attention(best.attention, tr.source_tokens, best.tokens, plot_dir / f"attention-{tr.index:06d}.png",
-                   title=f"sentence {tr.index} ({head_label(head, layer)})", head=head)
+                   title=f"sentence {tr.index} ({label})", head=head)
 
 
 __all__ = ["Candidate", "LoadedModel", "Translation", "Translator", "clean_line", "load_model",

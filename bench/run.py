@@ -280,6 +280,8 @@ def bench_translate(args: argparse.Namespace, files: dict[str, Path]) -> dict[st
         for mode, flags in (("greedy", ["--greedy"]), ("beam5", ["--beam", "5"])):
             base = ["translate", "--model", str(model), "--checkpoint", checkpoint, "--device", args.device,
                     "--precision", args.precision, *flags]
+            if args.max_tokens:
+                base += ["--max-tokens", str(args.max_tokens)]
             if args.quick:  # an undertrained model babbles up to the length limit: keep that short
                 base += ["--max-len-a", "0", "--max-len-b", "20"]
             print(f"translate {name} {mode}: {sentences:,} sentences ...", file=sys.stderr, flush=True)
@@ -373,6 +375,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--model", action="append", default=[], help="translate with this model dir (repeatable)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N, mps")
     p.add_argument("--precision", default="auto", help="translate --precision: auto, fp32, bf16, fp16")
+    p.add_argument("--max-tokens", type=int, default=0,
+                   help="translate --max-tokens (0 = the model's stored decoding.max_tokens)")
     p.add_argument("--work", type=Path, default=REPO / "bench" / "work", help="scratch directory")
     p.add_argument("--out", type=Path, default=None,
                    help="results file (default bench/results.json; --quick: WORK/results-quick.json)")
@@ -409,7 +413,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for part in args.parts:
         results[part] = stages[part](args, files)
         if part == "translate":
-            results["translate_settings"] = {"precision": args.precision}
+            results["translate_settings"] = {"precision": args.precision,
+                                             "max_tokens": args.max_tokens or "the model's"}
         if part == "train":
             results["train_settings"] = {"warmup_updates": args.warmup, "measured_updates": args.steps,
                                          "configs": "recipes/deb-en-de/{transformer,rnn}.yaml"}

@@ -198,7 +198,7 @@ class DecodingConfig:
     max_len_b: int = _f(10, "See max_len_a.", 0)
     min_len: int = _f(1, "Shortest output in tokens (EOS is blocked before).", 0)
     no_repeat_ngram: int = _f(0, "Forbid repeating any n-gram of this size (0 = off).", 0)
-    max_tokens: int = _f(8000, "Token budget of a translation batch (source tokens × beam).", 1)
+    max_tokens: int = _f(16000, "Token budget of a translation batch (source tokens × beam).", 1)
     max_input_tokens: int = _f(
         400, "Longer inputs are split into sentences or windows of this many subwords and rejoined.", 8
     )

@@ -5,7 +5,7 @@ PIP := $(PYTHON) -m pip
 TORCH_VERSION ?= 2.13.0
 STAMP := .install.stamp
 
-.PHONY: install test lint demo bench clean
+.PHONY: install test lint demo bench readme clean
 
 install: $(STAMP)
 
@@ -19,7 +19,11 @@ test: install
 	$(PYTHON) -m pytest tests
 
 lint: install
-	$(PYTHON) -m ruff check mtkit tests bench recipes
+	$(PYTHON) -m ruff check mtkit tests bench recipes tools
+
+# README.md = its intro + docs/*.md (edit those, then run this; a test fails when README is stale)
+readme:
+	$(PYTHON) tools/build_readme.py
 
 # The recipe runs in its own directory: a PYTHON given as a relative path (.venv/bin/python) is made absolute.
 demo: install

@@ -233,16 +233,14 @@ def score_files(hyps: list[str], refs: list[str], metrics: list[str], *, tokeniz
     return report
 
 
-# segments per parallel job; and the state a forked worker reads: metric objects, systems, full ref caches
+# segments per parallel job; and the state a forked worker reads: metric objects and systems
 _CHUNK = 250
 _JOB_STATE: dict[str, Any] = {}
 
 
 def _statistics_job(job: tuple[str, int, int, int]) -> list[Any]:
     name, system, start, end = job
-    metric = _JOB_STATE["metrics"][name]
-    metric._ref_cache = _JOB_STATE["ref_caches"][name][start:end]  # this worker's copy: align with the slice
-    return metric._extract_corpus_statistics(_JOB_STATE["systems"][system][start:end], None)
+    return _slice_statistics(_JOB_STATE["metrics"][name], _JOB_STATE["systems"][system], start, end)
 
 
 def _share_statistics(objects: dict[str, Metric], systems: list[list[str]]) -> None:
@@ -254,8 +252,7 @@ def _share_statistics(objects: dict[str, Metric], systems: list[list[str]]) -> N
     workers = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1, len(jobs))
     parts: list[list[Any]]
     if workers > 1 and n * len(systems) >= 1000 and "fork" in multiprocessing.get_all_start_methods():
-        _JOB_STATE.update(metrics=objects, systems=systems,
-                          ref_caches={name: m._ref_cache for name, m in objects.items()})
+        _JOB_STATE.update(metrics=objects, systems=systems)
         try:
             with multiprocessing.get_context("fork").Pool(workers) as pool:
                 parts = pool.map(_statistics_job, jobs, chunksize=1)
@@ -271,6 +268,7 @@ def _share_statistics(objects: dict[str, Metric], systems: list[list[str]]) -> N
 
 
 def _slice_statistics(metric: Metric, hyps: list[str], start: int, end: int) -> list[Any]:
+    """Statistics of segments start..end: the metric's cached references are cut to match for the call."""
     full = metric._ref_cache
     try:
         metric._ref_cache = full[start:end]

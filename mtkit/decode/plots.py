@@ -65,7 +65,7 @@ def plot_attention(attention: Tensor, source_tokens: list[str], target_tokens: l
     return path
 
 
-def head_label(head: int | str, layer: int, heads: int = 2) -> str:
+def head_label(head: int | str, layer: int, heads: int | None = None) -> str:
     """E.g. "last layer, mean of heads" or "layer 0, head 2" (for plot titles); a model with one
     attention of one head (the RNN) has nothing to choose: "attention"."""
     if heads == 1 and head in ("avg", 0) and layer in (-1, 0):

@@ -31,7 +31,7 @@ from mtkit.errors import CheckpointError, ConfigError, DataError
 from mtkit.models import Seq2Seq, build_model
 from mtkit.textio import read_lines, warn
 from mtkit.train.checkpoint import load_checkpoint
-from mtkit.train.runtime import cpu_has_native_bf16
+from mtkit.train.runtime import resolve_precision
 
 
 @dataclass
@@ -151,19 +151,9 @@ def resolve_decode_dtype(precision: str, device: torch.device, int8: bool = Fals
             raise ConfigError(f"--int8 computes in int8 and fp32; it does not combine with "
                               f"--precision {precision}")
         return torch.float32
-    if precision == "fp32":
-        return torch.float32
-    if device.type == "cuda":
-        if precision == "auto":
-            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        if precision == "bf16" and not torch.cuda.is_bf16_supported():
-            raise ConfigError("--precision bf16: this GPU does not support bfloat16 (use fp16)")
-        return torch.bfloat16 if precision == "bf16" else torch.float16
-    if precision == "auto":
-        return torch.bfloat16 if device.type == "cpu" and cpu_has_native_bf16() else torch.float32
-    if precision == "fp16" and device.type == "cpu":
-        raise ConfigError("--precision fp16 needs a GPU (use bf16 or fp32 on CPU)")
-    return torch.bfloat16 if precision == "bf16" else torch.float16
+    if precision == "auto" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        return torch.float16  # unlike training (which would need loss scaling), decoding is safe in fp16
+    return resolve_precision(precision, device, setting="--precision ") or torch.float32
 
 
 def allowed_cpus() -> int:

@@ -15,8 +15,10 @@ from mtkit.errors import ConfigError
 _M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4  # glibc mallopt parameters
 
 
-def resolve_precision(precision: str, device: torch.device) -> torch.dtype | None:
-    """The autocast dtype for `precision` on `device` (None = plain fp32)."""
+def resolve_precision(precision: str, device: torch.device,
+                      setting: str = "training.precision=") -> torch.dtype | None:
+    """The autocast dtype for `precision` on `device` (None = plain fp32). `setting` names the option
+    in error messages (translate passes "--precision ")."""
     if precision == "fp32":
         return None
     if precision == "auto":
@@ -27,10 +29,10 @@ def resolve_precision(precision: str, device: torch.device) -> torch.dtype | Non
         return None
     if precision == "bf16":
         if device.type == "cuda" and not torch.cuda.is_bf16_supported():
-            raise ConfigError("training.precision=bf16 but this GPU does not support bfloat16 (use fp16)")
+            raise ConfigError(f"{setting}bf16 but this GPU does not support bfloat16 (use fp16)")
         return torch.bfloat16
     if device.type not in ("cuda", "mps"):
-        raise ConfigError("training.precision=fp16 needs a GPU (use bf16 or fp32 on CPU)")
+        raise ConfigError(f"{setting}fp16 needs a GPU (use bf16 or fp32 on CPU)")
     return torch.float16
 
 

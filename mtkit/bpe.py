@@ -6,7 +6,6 @@ PAD_ID = 0, UNK_ID = 1, BOS_ID = 2, EOS_ID = 3.
 
 from __future__ import annotations
 
-import os
 import random
 import re
 from collections.abc import Iterable, Iterator
@@ -14,18 +13,15 @@ from pathlib import Path
 
 import sentencepiece as spm
 
+from mtkit.cpus import allowed_cpus
 from mtkit.errors import DataError, MtkitError
-from mtkit.textio import read_lines
-
-PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+from mtkit.textio import chunked, read_lines
+from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID  # noqa: F401 - the ids the trainer assigns
 
 
 def _threads() -> int:
     """Cores this process may use (sentencepiece parallelises batch encoding and training)."""
-    try:
-        return max(1, min(16, len(os.sched_getaffinity(0))))
-    except AttributeError:  # not on Linux
-        return max(1, min(16, os.cpu_count() or 1))
+    return min(16, allowed_cpus())
 
 
 def _trainer_message(exc: RuntimeError) -> str:
@@ -118,9 +114,6 @@ class Bpe:
     def id_to_piece(self, ids: list[int]) -> list[str]:
         return [self.sp.IdToPiece(i) for i in ids]
 
-    def normalize(self, line: str) -> str:
-        return self.sp.Decode(self.sp.Encode(line))
-
     def normalize_text(self, line: str) -> str:
         """sentencepiece's normalisation alone (NFKC, whitespace collapsed), without the trip through
         the vocabulary: decode(encode(x)) equals this unless x holds characters the model lacks."""
@@ -132,7 +125,7 @@ def encode_stream(bpe: Bpe, lines: Iterable[str], fmt: str = "pieces",
     """Encode lines to space-joined pieces or ids, one output line per input line."""
     if fmt not in ("pieces", "ids"):
         raise MtkitError(f"--format must be pieces or ids, not {fmt!r}")
-    for batch in _chunks(lines, chunk):
+    for batch in chunked(lines, chunk):
         if fmt == "ids":
             for ids in bpe.encode_ids(batch):
                 yield " ".join(map(str, ids))
@@ -146,7 +139,7 @@ def decode_stream(bpe: Bpe, lines: Iterable[str], fmt: str = "pieces", name: str
     if fmt not in ("pieces", "ids"):
         raise MtkitError(f"--format must be pieces or ids, not {fmt!r}")
     lineno = 0
-    for batch in _chunks(lines, chunk):
+    for batch in chunked(lines, chunk):
         if fmt == "ids":
             parsed = []
             for line in batch:
@@ -162,14 +155,3 @@ def decode_stream(bpe: Bpe, lines: Iterable[str], fmt: str = "pieces", name: str
         else:
             lineno += len(batch)
             yield from bpe.decode_pieces([line.split() for line in batch])
-
-
-def _chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:
-    batch: list[str] = []
-    for line in lines:
-        batch.append(line)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch

@@ -65,21 +65,19 @@ def bpe_train(
 
 def _filter(model: str, input: str, output: str | None, fmt: str, encode: bool) -> None:
     from mtkit.bpe import Bpe, decode_stream, encode_stream
-    from mtkit.textio import open_output, read_lines
+    from mtkit.errors import DataError
+    from mtkit.textio import output_file, read_lines, same_file
 
+    if output not in (None, "-") and same_file(input, output):
+        raise DataError(f"--output {output} is the input file: write to another file")
     bpe = Bpe(model)
     lines = read_lines(input, strict=True)
     chunk = 1 if input == "-" and sys.stdin.isatty() else 1000
     stream = (encode_stream(bpe, lines, fmt, chunk) if encode
               else decode_stream(bpe, lines, fmt, "<stdin>" if input == "-" else input, chunk))
-    out = open_output(output)
-    try:
+    with output_file(output) as out:
         for line in stream:
             out.write(line + "\n")
-    finally:
-        out.flush()
-        if output not in (None, "-"):
-            out.close()
 
 
 @bpe_app.command("encode")
@@ -113,7 +111,7 @@ def prepare(
 ) -> None:
     """Validate, filter and binarize parallel data (trains BPE if needed)."""
     from mtkit.config import load_config
-    from mtkit.data.prepare import prepare as run_prepare
+    from mtkit.prepare import prepare as run_prepare
 
     run_prepare(load_config(config, set), force=force)
 
@@ -168,7 +166,8 @@ def translate(
     max_len_b: int | None = typer.Option(None, "--max-len-b", help="See --max-len-a."),
     min_len: int | None = typer.Option(None, "--min-len", help="Shortest output in tokens."),
     no_repeat_ngram: int | None = typer.Option(None, "--no-repeat-ngram", help="Forbid repeated n-grams."),
-    max_tokens: int | None = typer.Option(None, "--max-tokens", help="Batch budget: source tokens × beam."),
+    max_tokens: int = typer.Option(16000, "--max-tokens",
+        help="Batch budget: source tokens × beam (a runtime setting, never stored in the model)."),
     json_out: bool = typer.Option(False, "--json", help="JSON lines: text, score, tokens, alignment."),
     alignment: bool = typer.Option(False, "--alignment", help="Append TAB + Pharaoh subword alignment i-j."),
     attention_plot: str | None = typer.Option(None, "--attention-plot",
@@ -189,7 +188,8 @@ def translate(
         help="Override a decoding key, e.g. --set decoding.beam_size=4."),
 ) -> None:
     """Translate text with greedy or beam search (stdin → stdout by default)."""
-    from mtkit.decode.translator import run_translate
+    from mtkit.translate import OutputOptions, run_translate
+    from mtkit.translator import LoadOptions, SearchOptions
 
     overrides = list(set)
     if greedy and beam not in (None, 1):
@@ -197,15 +197,16 @@ def translate(
     for key, value in (("beam_size", 1 if greedy else beam), ("temperature", temperature), ("top_k", top_k),
                        ("top_p", top_p), ("length_penalty", length_penalty), ("length_norm", length_norm),
                        ("max_len_a", max_len_a), ("max_len_b", max_len_b), ("min_len", min_len),
-                       ("no_repeat_ngram", no_repeat_ngram), ("max_tokens", max_tokens)):
+                       ("no_repeat_ngram", no_repeat_ngram)):
         if value is not None:
             overrides.append(f"decoding.{key}={value}")
-    run_translate(model, input, output, checkpoint=checkpoint, device=device, int8=int8, precision=precision,
-                  threads=threads,
-                  ensemble=ensemble, overrides=overrides, nbest=nbest, sample=sample, seed=seed,
-                  json_lines=json_out, alignment=alignment, attention_plot=attention_plot,
-                  attention_plot_max=attention_plot_max, attention_layer=attention_layer,
-                  attention_head=attention_head)
+    load = LoadOptions(device=device, checkpoint=checkpoint, precision=precision, int8=int8, threads=threads,
+                       ensemble=ensemble)
+    search = SearchOptions(overrides=overrides, nbest=nbest, sample=sample, seed=seed,
+                           attention_layer=attention_layer, max_tokens=max_tokens)
+    out = OutputOptions(json=json_out, alignment=alignment, attention_plot=attention_plot,
+                        attention_plot_max=attention_plot_max, attention_head=attention_head)
+    run_translate(model, input, output, load, search, out)
 
 
 # ------------------------------------------------------------------------------------------- average
@@ -219,7 +220,7 @@ def average(
     ),
 ) -> None:
     """Average the parameters of the last or best N checkpoints into one."""
-    from mtkit.train.average import average_checkpoints
+    from mtkit.average import average_checkpoints
 
     path = average_checkpoints(model_dir, last=last, best=best, output=output)
     typer.echo(f"wrote {path}", err=True)
@@ -234,7 +235,7 @@ def plot(
     ),
 ) -> None:
     """Plot learning curves (train/dev loss, dev BLEU and chrF over updates) as a PNG."""
-    from mtkit.train.curves import plot_curves
+    from mtkit.plots import plot_curves
 
     path = plot_curves(model_dir, output)
     typer.echo(f"wrote {path}", err=True)
@@ -262,8 +263,15 @@ def score(
 
 # -------------------------------------------------------------------------------------------- config
 @app.command("config-keys")
-def config_keys() -> None:
+def config_keys(
+    markdown: bool = typer.Option(False, "--markdown", help="Markdown tables (what docs/config.md holds)."),
+) -> None:
     """List every config key with its type, default and meaning."""
+    if markdown:
+        from mtkit.config_docs import render_markdown
+
+        typer.echo(render_markdown(), nl=False)
+        return
     from rich.console import Console
     from rich.table import Table
 
@@ -292,25 +300,22 @@ def params(
     ),
 ) -> None:
     """Print the parameter count of the model a config describes, per component and in total."""
-    import json
-
     from rich.console import Console
     from rich.table import Table
 
     from mtkit.config import load_config
+    from mtkit.data.meta import read_meta
     from mtkit.models.summary import build_on_meta, parameter_breakdown
 
     cfg = load_config(config, set)
-    meta_path = Path(cfg.data.dir) / "meta.json"
-    meta = {}
-    if meta_path.is_file():
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            meta = {}
-    joint = joint if joint is not None else bool(meta.get("joint", cfg.bpe.joint))
-    src_vocab = src_vocab or int(meta.get("src_vocab_size", cfg.bpe.vocab_size))
-    tgt_vocab = tgt_vocab or int(meta.get("tgt_vocab_size", cfg.bpe.vocab_size))
+    try:
+        meta = read_meta(cfg.data.dir)
+        prepared = (meta.joint, meta.src_vocab_size, meta.tgt_vocab_size)
+    except MtkitError:  # not prepared yet: the sizes the config asks for
+        prepared = (cfg.bpe.joint, cfg.bpe.vocab_size, cfg.bpe.vocab_size)
+    joint = joint if joint is not None else prepared[0]
+    src_vocab = src_vocab or prepared[1]
+    tgt_vocab = tgt_vocab or prepared[2]
     if joint and src_vocab != tgt_vocab:
         raise MtkitError(
             f"--joint needs equal vocabularies, got --src-vocab {src_vocab} and --tgt-vocab {tgt_vocab}"

@@ -1,24 +1,29 @@
 """Typed experiment configuration: one YAML file, five sections, validated on load.
 
-Every field carries its documentation in ``metadata["doc"]``; ``mtkit config-keys`` prints them all
-and the README's key tables are generated from the same source. Ranges live in ``metadata["min"]`` /
-``metadata["max"]`` so a bad value is reported with the key's full dotted name.
+Every field carries its documentation in ``metadata["doc"]``; ``mtkit config-keys`` prints them
+all, and docs/config.md is generated from the same source (``mtkit config-keys --markdown``). Ranges
+live in ``metadata["min"]`` / ``metadata["max"]`` so a bad value is reported with the key's full
+dotted name.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
+import os
 import re
-import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import yaml
 
 from mtkit.errors import ConfigError
+
+#: the resolved config beside the data it made (data.dir) and the model it trained (model_dir)
+CONFIG_FILE = "config.yaml"
 
 
 def _f(default: Any, doc: str, lo: float | None = None, hi: float | None = None) -> Any:
@@ -198,7 +203,6 @@ class DecodingConfig:
     max_len_b: int = _f(10, "See max_len_a.", 0)
     min_len: int = _f(1, "Shortest output in tokens (EOS is blocked before).", 0)
     no_repeat_ngram: int = _f(0, "Forbid repeating any n-gram of this size (0 = off).", 0)
-    max_tokens: int = _f(16000, "Token budget of a translation batch (source tokens × beam).", 1)
     max_input_tokens: int = _f(
         400, "Longer inputs are split into sentences or windows of this many subwords and rejoined.", 8
     )
@@ -252,11 +256,6 @@ def _coerce(value: Any, tp: Any, name: str) -> Any:
         if value not in choices:
             raise ConfigError(f"{name}: {value!r} is not one of {', '.join(map(str, choices))}")
         return value
-    if origin in (Union, types.UnionType):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        if value is None:
-            return None
-        return _coerce(value, args[0], name)
     if origin is list:
         (item,) = typing.get_args(tp)
         if not isinstance(value, (list, tuple)):
@@ -275,6 +274,8 @@ def _coerce(value: Any, tp: Any, name: str) -> Any:
             return float(value)  # PyYAML (YAML 1.1) reads 1e-3 as a string; users mean a number
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{name}: expected a number, got {value!r}")
+        if not math.isfinite(value):  # NaN passes every range check, inf most
+            raise ConfigError(f"{name}: expected a finite number, got {value!r}")
         return float(value)
     if tp is str:
         if value is None:
@@ -285,13 +286,26 @@ def _coerce(value: Any, tp: Any, name: str) -> Any:
     raise ConfigError(f"{name}: unsupported type {tp}")  # pragma: no cover - a programming error
 
 
-def _build_section(cls: type, values: dict[str, Any], section: str) -> Any:
+#: keys that used to be config keys and are now runtime options: refused in a user's config with a
+#: pointer to the option, dropped silently from configs stored in older checkpoints
+MOVED_KEYS = {
+    "decoding.max_tokens": "it is a runtime setting, not a fact of the model: use `mtkit translate "
+                           "--max-tokens N` (or Translator(max_tokens=N))",
+}
+
+
+def _build_section(cls: type, values: dict[str, Any], section: str, stored: bool = False) -> Any:
     if not isinstance(values, dict):
         raise ConfigError(f"{section}: expected a mapping of keys, got {values!r}")
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
     kwargs = {}
     for key, value in values.items():
+        moved = MOVED_KEYS.get(f"{section}.{key}")
+        if moved is not None and key not in fields:
+            if stored:
+                continue
+            raise ConfigError(f"{section}.{key} is no longer a config key: {moved}")
         if key not in fields:
             raise ConfigError(f"unknown key '{section}.{key}'{_suggest(key, list(fields))}")
         name = f"{section}.{key}"
@@ -314,8 +328,9 @@ def _check_consistency(cfg: Config) -> None:
         raise ConfigError("training.betas: expected two numbers [beta1, beta2]")
 
 
-def from_dict(raw: dict[str, Any] | None) -> Config:
-    """Validate a nested mapping (as read from YAML) into a Config."""
+def from_dict(raw: dict[str, Any] | None, stored: bool = False) -> Config:
+    """Validate a nested mapping (as read from YAML) into a Config. ``stored``: the config comes from a
+    checkpoint written by an earlier version, whose keys that became runtime options are dropped."""
     raw = raw or {}
     if not isinstance(raw, dict):
         raise ConfigError("the config must be a mapping with sections data, bpe, model, training, decoding")
@@ -323,7 +338,7 @@ def from_dict(raw: dict[str, Any] | None) -> Config:
     for key, value in raw.items():
         if key not in SECTIONS:
             raise ConfigError(f"unknown section '{key}'{_suggest(key, list(SECTIONS))}")
-        sections[key] = _build_section(SECTIONS[key], value or {}, key)
+        sections[key] = _build_section(SECTIONS[key], value or {}, key, stored)
     cfg = Config(**sections)
     _check_consistency(cfg)
     return cfg
@@ -377,13 +392,16 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
 
 def save_config(cfg: Config, path: str | Path) -> None:
     """Write the resolved config (every key, defaults included) as YAML."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     text = yaml.safe_dump(to_dict(cfg), sort_keys=False, allow_unicode=True)
-    Path(path).write_text(text, encoding="utf-8")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # atomic: a reader never sees half a file
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def describe_keys() -> list[tuple[str, str, str, str]]:
-    """(key, type, default, doc) for every config key: the source of the README tables."""
+    """(key, type, default, doc) for every config key: the source of docs/config.md."""
     rows = []
     for section, cls in SECTIONS.items():
         hints = typing.get_type_hints(cls)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from typing import Any
 from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.metrics.base import Metric, Score, Signature
 
+from mtkit.cpus import allowed_cpus
 from mtkit.errors import DataError, MtkitError
 from mtkit.textio import read_lines
 
@@ -249,7 +249,7 @@ def _share_statistics(objects: dict[str, Metric], systems: list[list[str]]) -> N
     n = len(systems[0])
     jobs = [(name, i, start, min(start + _CHUNK, n)) for name in objects for i in range(len(systems))
             for start in range(0, n, _CHUNK)]
-    workers = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1, len(jobs))
+    workers = min(allowed_cpus(), len(jobs))
     parts: list[list[Any]]
     if workers > 1 and n * len(systems) >= 1000 and "fork" in multiprocessing.get_all_start_methods():
         _JOB_STATE.update(metrics=objects, systems=systems)

@@ -3,12 +3,14 @@ strict UTF-8 with the offending file:line named, or lenient with a warning."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
+import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, TypeVar
 
 from mtkit.errors import DataError
 
@@ -64,24 +66,11 @@ def _iter_raw(f: IO[bytes], name: str) -> Iterator[bytes]:
 
 
 def count_lines(path: str | Path) -> int:
-    f = _open_binary(path)
-    try:
-        n, last = 0, b"\n"
-        while True:
-            block = f.read(1 << 20)
-            if not block:
-                break
-            n += block.count(b"\n")
-            last = block[-1:]
-        return n + (0 if last == b"\n" else 1)
-    except (OSError, EOFError) as exc:
-        raise DataError(f"{path}: cannot read ({exc})") from None
-    finally:
-        if f is not sys.stdin.buffer:
-            f.close()
+    """Lines of a file (a last line without newline counts), at block speed."""
+    return scan_lines(path, check_utf8=False)
 
 
-def scan_lines(path: str | Path) -> int:
+def scan_lines(path: str | Path, check_utf8: bool = True) -> int:
     """Count lines and check they are valid UTF-8, at block speed (no per-line Python work).
 
     Lets a stage reject a bad corpus before spending minutes on it; the error names file:line
@@ -96,11 +85,13 @@ def scan_lines(path: str | Path) -> int:
                 break
             data = carry + block
             cut = data.rfind(b"\n") + 1  # decode whole lines only: a character may span two blocks
-            _check_utf8(data[:cut], name, lines_before)
+            if check_utf8:
+                _check_utf8(data[:cut], name, lines_before)
             lines_before += data.count(b"\n", 0, cut)
             carry = data[cut:]
         if carry:
-            _check_utf8(carry, name, lines_before)
+            if check_utf8:
+                _check_utf8(carry, name, lines_before)
             lines_before += 1
         return lines_before
     except (OSError, EOFError) as exc:
@@ -121,19 +112,68 @@ def _check_utf8(data: bytes, name: str, lines_before: int) -> None:
         ) from None
 
 
-def open_output(path: str | Path | None) -> IO[str]:
-    """A text stream for writing: stdout for None or '-', gzip for .gz, line-buffered for pipes."""
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """True when two paths name one file (through links too); '-' is never a file."""
+    if str(a) == "-" or str(b) == "-":
+        return False
+    pa, pb = Path(a), Path(b)
+    try:
+        if pa.exists() and pb.exists():
+            return os.path.samefile(pa, pb)
+    except OSError:
+        pass
+    return pa.resolve() == pb.resolve()
+
+
+@contextlib.contextmanager
+def output_file(path: str | Path | None) -> Iterator[IO[str]]:
+    """A text stream for writing. A file is written to a temporary file beside it and renamed over
+    ``path`` only when the block ends without an error, so an existing file is never left empty or
+    half-written; .gz is compressed. None or '-' is stdout, line-buffered so a pipe sees each line."""
     if path is None or str(path) == "-":
-        return io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", line_buffering=True,
-                                write_through=True)
+        out = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", line_buffering=True, write_through=True)
+        try:
+            yield out
+        finally:
+            out.flush()
+            out.detach()  # the wrapper must not close sys.stdout's buffer when it is collected
+        return
     p = Path(path)
+    if p.is_dir():
+        raise DataError(f"cannot write {p}: it is a directory")
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
-        if p.suffix == ".gz":
-            return io.TextIOWrapper(gzip.open(p, "wb"), encoding="utf-8")
-        return open(p, "w", encoding="utf-8")
+        raw = gzip.open(tmp, "wb") if p.suffix == ".gz" else open(tmp, "wb")  # noqa: SIM115
     except OSError as exc:
         raise DataError(f"cannot write {p}: {exc.strerror or exc}") from None
+    out = io.TextIOWrapper(raw, encoding="utf-8")
+    try:
+        yield out
+        out.close()
+        os.replace(tmp, p)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise DataError(f"cannot write {p}: {exc.strerror or exc}") from None
+    except BaseException:
+        out.close()
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+T = TypeVar("T")
+
+
+def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """Consecutive lists of ``size`` items (the last may be shorter), read lazily."""
+    chunk: list[T] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def warn(message: str) -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mtkit.bpe import BOS_ID, EOS_ID, PAD_ID
 from mtkit.data.batching import TokenBatchSampler, batch_cost_lengths, collate, pack_sorted, sampler_for
-from mtkit.data.shards import ParallelData, ShardWriter, write_meta
+from mtkit.data.meta import DataMeta, write_meta
+from mtkit.data.shards import ParallelData, ShardWriter
+from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
 
 @pytest.fixture()
@@ -103,8 +104,9 @@ def _write_split(tmp_path, pairs):
         tgt_w.add(t)
     src_w.close()
     tgt_w.close()
-    write_meta(tmp_path, {"dtype": "uint16", "src_vocab_size": 50, "tgt_vocab_size": 50, "joint": True,
-                          "splits": {"train": {"sentences": len(pairs)}}})
+    write_meta(tmp_path, DataMeta(dtype="uint16", src_vocab_size=50, tgt_vocab_size=50, joint=True,
+                                  src_bpe="bpe.model", tgt_bpe="bpe.model",
+                                  splits={"train": {"sentences": len(pairs)}}))
     return ParallelData(tmp_path, "train")
 
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from mtkit.bpe import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Bpe, decode_stream, encode_stream, train_bpe
+from mtkit.bpe import Bpe, decode_stream, encode_stream, train_bpe
 from mtkit.errors import DataError, MtkitError
+from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 WORDS = ["haus", "katze", "hund", "baum", "garten", "der", "die", "das", "ist", "ein", "groß", "klein",
          "und", "schön", "grün", "house", "cat", "dog", "tree", "the", "is", "a", "big", "small", "fisch"]

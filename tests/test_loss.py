@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mtkit.bpe import PAD_ID
 from mtkit.train.loss import diversity_penalty, label_smoothed_nll
+from mtkit.vocab import PAD_ID
 
 
 def _explicit_loss(logits: torch.Tensor, target: torch.Tensor, eps: float) -> torch.Tensor:

@@ -8,9 +8,16 @@ import re
 import pytest
 import torch
 
-from mtkit.decode.outputs import alignment_from_attention, format_translation, one_line, pharaoh, select_head
-from mtkit.decode.translator import Candidate, Translation
 from mtkit.errors import ConfigError
+from mtkit.translation import (
+    Candidate,
+    Translation,
+    alignment_from_attention,
+    format_translation,
+    one_line,
+    pharaoh,
+    select_head,
+)
 
 PHARAOH = re.compile(r"^(\d+-\d+( \d+-\d+)*)?$")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mtkit.decode.plots import head_label, plot_attention
+from mtkit.plots import head_label, plot_attention
 
 plt = pytest.importorskip("matplotlib")
 

@@ -13,12 +13,13 @@ import numpy as np
 import pytest
 from rich.console import Console
 
+from mtkit import prepare as prepare_module
 from mtkit.bpe import Bpe
 from mtkit.config import Config, load_config
-from mtkit.data import prepare as prepare_module
-from mtkit.data.prepare import prepare
-from mtkit.data.shards import ParallelData, read_meta
+from mtkit.data.meta import read_meta
+from mtkit.data.shards import ParallelData
 from mtkit.errors import ConfigError, DataError
+from mtkit.prepare import prepare
 
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa"]
 
@@ -101,7 +102,7 @@ def test_filters_count_each_reason_and_shards_hold_the_bpe_of_the_input(corpus: 
     bpe = Bpe(corpus.out / "bpe.model")
     assert all(len(bpe.encode_ids([w])[0]) == 1 for w in WORDS), "precondition: one token per word"
 
-    train = meta["splits"]["train"]
+    train = meta.splits["train"]
     assert train["dropped"] == {"empty": 3, "too_long": 2, "too_short": 1, "ratio": 1}
     assert train["input_sentences"] == 27 and train["sentences"] == 20
     assert "empty 3, too_long 2, too_short 1, ratio 1" in log
@@ -115,7 +116,7 @@ def test_filters_count_each_reason_and_shards_hold_the_bpe_of_the_input(corpus: 
     dev = ParallelData(corpus.out, "dev")
     assert shard_lists(dev.src) == bpe.encode_ids([s for s, _ in corpus.dev])
     assert shard_lists(dev.tgt) == bpe.encode_ids([t for _, t in corpus.dev])
-    assert meta["splits"]["dev"]["empty_kept"] == 2 and meta["splits"]["dev"]["dropped"] == {}
+    assert meta.splits["dev"]["empty_kept"] == 2 and meta.splits["dev"]["dropped"] == {}
     assert len(ParallelData(corpus.out, "test")) == 3
 
 
@@ -123,11 +124,11 @@ def test_meta_and_resolved_config(corpus: Corpus) -> None:
     cfg = corpus.config()
     meta, _ = run(cfg)
     assert read_meta(corpus.out) == meta
-    assert meta["src_lang"] == "en" and meta["tgt_lang"] == "de" and meta["joint"] is True
-    assert meta["src_bpe"] == meta["tgt_bpe"] == "bpe.model"
-    assert meta["src_vocab_size"] == meta["tgt_vocab_size"] == len(Bpe(corpus.out / "bpe.model"))
-    assert meta["dtype"] == "uint16" and len(meta["fingerprint"]) >= 16
-    assert set(meta["splits"]) == {"train", "dev", "test"}
+    assert meta.src_lang == "en" and meta.tgt_lang == "de" and meta.joint is True
+    assert meta.src_bpe == meta.tgt_bpe == "bpe.model"
+    assert meta.src_vocab_size == meta.tgt_vocab_size == len(Bpe(corpus.out / "bpe.model"))
+    assert meta.dtype == "uint16" and len(meta.fingerprint) >= 16
+    assert set(meta.splits) == {"train", "dev", "test"}
     assert load_config(corpus.out / "config.yaml") == cfg
     assert not list(corpus.out.glob("*.tmp")) and not list(corpus.out.glob(".*"))
 
@@ -147,13 +148,13 @@ def test_config_change_reruns_and_reuses_bpe_when_it_can(corpus: Corpus) -> None
     model_mtime = (corpus.out / "bpe.model").stat().st_mtime_ns
     meta, log = run(corpus.config("data.max_len=4"))
     assert "up to date" not in log
-    assert meta["splits"]["train"]["dropped"]["too_long"] > 2
+    assert meta.splits["train"]["dropped"]["too_long"] > 2
     assert "reusing the BPE model(s)" in log  # filters changed, BPE did not
     assert (corpus.out / "bpe.model").stat().st_mtime_ns == model_mtime
 
     meta, log = run(corpus.config("bpe.vocab_size=40"))
     assert "trained BPE" in log
-    assert meta["src_vocab_size"] == len(Bpe(corpus.out / "bpe.model")) == 40
+    assert meta.src_vocab_size == len(Bpe(corpus.out / "bpe.model")) == 40
 
 
 def test_touched_input_or_force_reruns(corpus: Corpus) -> None:
@@ -162,7 +163,7 @@ def test_touched_input_or_force_reruns(corpus: Corpus) -> None:
     st = os.stat(corpus.files["dev_src"])
     os.utime(corpus.files["dev_src"], ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
     meta2, log = run(cfg)
-    assert "up to date" not in log and meta2["fingerprint"] != meta["fingerprint"]
+    assert "up to date" not in log and meta2.fingerprint != meta.fingerprint
     _, log = run(cfg, force=True)
     assert "trained BPE" in log and "up to date" not in log
 
@@ -173,14 +174,14 @@ def test_removed_test_split_and_missing_shard(corpus: Corpus) -> None:
     meta, log = run(corpus.config())
     assert "up to date" not in log and (corpus.out / "dev.tgt.idx").is_file()
     meta, _ = run(corpus.config("data.test_src=", "data.test_tgt="))
-    assert set(meta["splits"]) == {"train", "dev"}
+    assert set(meta.splits) == {"train", "dev"}
     assert not list(corpus.out.glob("test.*"))  # stale shards of the earlier run are gone
 
 
 def test_plain_text_inputs(tmp_path: Path) -> None:
     corpus = Corpus(tmp_path, gz=False)
     meta, _ = run(corpus.config())
-    assert meta["splits"]["train"]["sentences"] == 20
+    assert meta.splits["train"]["sentences"] == 20
 
 
 def test_line_count_mismatch_names_both_files(corpus: Corpus) -> None:
@@ -224,9 +225,9 @@ def test_failure_midway_leaves_no_complete_looking_dir(corpus: Corpus, monkeypat
 
 def test_separate_vocabularies(corpus: Corpus) -> None:
     meta, _ = run(corpus.config("bpe.joint=false"))
-    assert (meta["src_bpe"], meta["tgt_bpe"], meta["joint"]) == ("src.model", "tgt.model", False)
+    assert (meta.src_bpe, meta.tgt_bpe, meta.joint) == ("src.model", "tgt.model", False)
     src, tgt = Bpe(corpus.out / "src.model"), Bpe(corpus.out / "tgt.model")
-    assert meta["src_vocab_size"] == len(src) and meta["tgt_vocab_size"] == len(tgt)
+    assert meta.src_vocab_size == len(src) and meta.tgt_vocab_size == len(tgt)
     data = ParallelData(corpus.out, "test")
     assert shard_lists(data.src) == src.encode_ids([s for s, _ in corpus.test])
     assert shard_lists(data.tgt) == tgt.encode_ids([t for _, t in corpus.test])
@@ -239,7 +240,7 @@ def test_reusing_given_models(corpus: Corpus, tmp_path: Path) -> None:
     other = Corpus(tmp_path / "second")
     meta, log = run(other.config(f"bpe.model={given}", "bpe.vocab_size=1000"))
     assert (other.out / "bpe.model").read_bytes() == given.read_bytes()
-    assert "trained BPE" not in log and meta["src_vocab_size"] == len(Bpe(given))
+    assert "trained BPE" not in log and meta.src_vocab_size == len(Bpe(given))
 
     with pytest.raises(ConfigError, match="bpe.model is a joint model but bpe.joint is false"):
         run(other.config(f"bpe.model={given}", "bpe.joint=false"))
@@ -254,8 +255,8 @@ def test_reusing_given_models(corpus: Corpus, tmp_path: Path) -> None:
 
 def test_filter_dev(corpus: Corpus) -> None:
     meta, _ = run(corpus.config("data.filter_dev=true"))
-    assert meta["splits"]["dev"]["dropped"] == {"empty": 2, "too_long": 1}
-    assert meta["splits"]["dev"]["sentences"] == 2
+    assert meta.splits["dev"]["dropped"] == {"empty": 2, "too_long": 1}
+    assert meta.splits["dev"]["sentences"] == 2
 
 
 def test_config_mistakes(corpus: Corpus) -> None:
@@ -272,4 +273,4 @@ def test_vocab_dtype_and_token_bounds(corpus: Corpus) -> None:
     meta, _ = run(corpus.config())
     data = ParallelData(corpus.out, "train")
     assert data.src.tokens.dtype == np.uint16
-    assert int(data.src.tokens.max()) < meta["src_vocab_size"] and int(data.src.tokens.min()) > 3
+    assert int(data.src.tokens.max()) < meta.src_vocab_size and int(data.src.tokens.min()) > 3

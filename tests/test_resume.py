@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from mtkit.checkpoint import load_checkpoint
 from mtkit.config import from_dict, save_config, to_dict
 from mtkit.errors import CheckpointError
-from mtkit.train.checkpoint import load_checkpoint
-from mtkit.train.curves import read_metrics
+from mtkit.metrics_log import read_metrics
 from mtkit.train.trainer import train
 
 sys.path.insert(0, str(Path(__file__).parent))

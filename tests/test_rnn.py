@@ -7,10 +7,10 @@ import itertools
 import pytest
 import torch
 
-from mtkit.bpe import BOS_ID, PAD_ID
 from mtkit.config import ModelConfig
 from mtkit.models import build_model
 from mtkit.models.rnn import RNNSeq2Seq
+from mtkit.vocab import BOS_ID, PAD_ID
 
 V = 19
 SCORERS = ["dot", "scaled_dot", "general", "additive", "none"]

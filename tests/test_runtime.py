@@ -1,4 +1,4 @@
-"""mtkit/train/runtime.py: precision choice and the heap policy of the training process."""
+"""mtkit/train/runtime.py: the heap policy of the training process."""
 
 from __future__ import annotations
 
@@ -8,21 +8,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import torch
-
-from mtkit.errors import ConfigError
-from mtkit.train.runtime import resolve_precision
 
 GLIBC = sys.platform.startswith("linux") and Path("/proc/self/statm").exists()
-
-
-def test_precision_choices():
-    cpu = torch.device("cpu")
-    assert resolve_precision("fp32", cpu) is None
-    assert resolve_precision("bf16", cpu) is torch.bfloat16
-    assert resolve_precision("auto", cpu) in (None, torch.bfloat16)
-    with pytest.raises(ConfigError, match="fp16 needs a GPU"):
-        resolve_precision("fp16", cpu)
 
 
 @pytest.mark.skipif(not GLIBC, reason="glibc heap behaviour on Linux")

@@ -8,10 +8,11 @@ import pytest
 import torch
 from torch import nn
 
-from mtkit.bpe import BOS_ID, PAD_ID
 from mtkit.config import TrainingConfig
 from mtkit.train.sampling import gold_probability, mix_predictions
 from mtkit.train.schedules import LRSchedule
+from mtkit.train.state import TrainState
+from mtkit.vocab import BOS_ID, PAD_ID
 
 STEPS = [1, 10, 399, 400, 401, 1000, 12345]
 
@@ -51,9 +52,10 @@ def test_min_lr_bounds_the_decay_but_not_the_warmup():
 def test_plateau_decays_after_patience_validations_without_improvement():
     s = _schedule(schedule="plateau", lr=1e-3, warmup_steps=0, plateau_factor=0.5, plateau_patience=2,
                   valid_metric="bleu")
+    state = TrainState()
     lrs = []
     for bleu in [10, 12, 11, 12, 11.5, 13, 12, 12, 12, 12, 12, 12]:
-        s.observe(bleu)
+        s.observe(state.record_validation("bleu", bleu))
         lrs.append(s(1000))
     # patience 2: the third validation in a row without a new best halves the LR (and resets the count)
     assert lrs == pytest.approx([1e-3, 1e-3, 1e-3, 1e-3, 5e-4, 5e-4, 5e-4, 5e-4, 2.5e-4, 2.5e-4, 2.5e-4,
@@ -66,11 +68,21 @@ def test_plateau_decays_after_patience_validations_without_improvement():
 def test_plateau_on_loss_treats_lower_as_better():
     s = _schedule(schedule="plateau", lr=1.0, warmup_steps=0, plateau_factor=0.1, plateau_patience=0,
                   valid_metric="loss")
-    s.observe(3.0)
-    s.observe(2.0)
+    state = TrainState()
+    s.observe(state.record_validation("loss", 3.0))
+    s.observe(state.record_validation("loss", 2.0))
     assert s(10) == 1.0
-    s.observe(2.5)
+    s.observe(state.record_validation("loss", 2.5))
     assert s(10) == pytest.approx(0.1)
+
+
+def test_a_non_finite_score_is_never_best():
+    """A diverged model (NaN loss, or inf) must not become the best checkpoint."""
+    state = TrainState()
+    assert not state.record_validation("bleu", float("nan")) and state.best is None
+    assert state.record_validation("bleu", 0.0) and state.best.score == 0.0
+    assert not state.record_validation("loss", float("inf"))
+    assert not state.record_validation("bleu", None) and state.best.score == 0.0
 
 
 @pytest.mark.parametrize("kind,step,expected", [

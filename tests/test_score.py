@@ -172,10 +172,10 @@ def test_parallel_shared_statistics_give_the_serial_numbers(tmp_path: Path, monk
     pools = []
     get_context = score_mod.multiprocessing.get_context
     monkeypatch.setattr(score_mod.multiprocessing, "get_context", lambda m: pools.append(m) or get_context(m))
-    monkeypatch.setattr(score_mod.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(score_mod, "allowed_cpus", lambda: 2)
     parallel = score_mod.score_files(*args, bootstrap=100).as_dict()
     assert pools == ["fork"]
-    monkeypatch.setattr(score_mod.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    monkeypatch.setattr(score_mod, "allowed_cpus", lambda: 1)
     serial = score_mod.score_files(*args, bootstrap=100).as_dict()
     assert pools == ["fork"]
     assert parallel == serial

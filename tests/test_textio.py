@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mtkit.errors import DataError
-from mtkit.textio import count_lines, open_output, read_lines, scan_lines
+from mtkit.textio import chunked, count_lines, output_file, read_lines, same_file, scan_lines
 
 
 def write_bytes(path: Path, data: bytes) -> Path:
@@ -85,15 +85,43 @@ def test_truncated_gzip_is_a_data_error(tmp_path: Path) -> None:
         scan_lines(path)
 
 
-def test_open_output_gzip_round_trip(tmp_path: Path) -> None:
+def test_output_file_gzip_round_trip(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "out.txt.gz"
-    with open_output(path) as f:
+    with output_file(path) as f:
         f.write("α\nβ\n")
     assert list(read_lines(path)) == ["α", "β"]
 
 
-def test_open_output_unwritable_is_a_data_error(tmp_path: Path) -> None:
+def test_output_file_unwritable_is_a_data_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    with pytest.raises(DataError, match="cannot write"):
-        open_output(blocker / "out.txt")
+    with pytest.raises(DataError, match="cannot write"), output_file(blocker / "out.txt"):
+        pass
+
+
+def test_output_file_is_atomic(tmp_path: Path) -> None:
+    """A failure while writing leaves the old file whole and no temporary file behind."""
+    path = tmp_path / "out.txt"
+    path.write_text("old\n")
+    with pytest.raises(RuntimeError), output_file(path) as f:
+        f.write("new, half written")
+        assert path.read_text() == "old\n"  # nothing visible before the end
+        raise RuntimeError("killed")
+    assert path.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+    with output_file(path) as f:
+        f.write("new\n")
+    assert path.read_text() == "new\n"
+
+
+def test_same_file_sees_through_links(tmp_path: Path) -> None:
+    real = tmp_path / "doc.en"
+    real.write_text("x\n")
+    (tmp_path / "link.en").symlink_to(real)
+    assert same_file(real, tmp_path / "link.en") and same_file(real, tmp_path / "." / "doc.en")
+    assert not same_file(real, tmp_path / "other.en") and not same_file("-", real)
+
+
+def test_chunked() -> None:
+    assert list(chunked(iter(range(5)), 2)) == [[0, 1], [2, 3], [4]]
+    assert list(chunked([], 3)) == []

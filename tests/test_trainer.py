@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from mtkit.checkpoint import load_checkpoint
 from mtkit.config import from_dict, to_dict
 from mtkit.errors import MtkitError
+from mtkit.metrics_log import read_metrics
 from mtkit.models import build_model
-from mtkit.train.checkpoint import load_checkpoint
-from mtkit.train.curves import plot_curves, read_metrics
+from mtkit.plots import plot_curves
 from mtkit.train.trainer import train
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -75,7 +76,7 @@ def test_model_dir_holds_everything_the_translator_needs(copy_data, tmp_path):
                         best["vocab"]["tgt_vocab_size"], best["vocab"]["joint"])
     model.load_state_dict(best["model"])
     last = torch.load(model_dir / "checkpoint_last.pt", weights_only=True)  # plain tensors and lists only
-    assert last["step"] == 60 and {"optimizer", "scheduler", "rng", "data_state"} <= last.keys()
+    assert last["step"] == 60 and {"optimizer", "scheduler", "rng", "train_state"} <= last.keys()
     train_event = _events(model_dir, "train")[-1]
     for key in ("step", "epoch", "loss", "ppl", "lr", "tokens_per_s", "padding", "elapsed"):
         assert train_event[key] is not None, key
@@ -97,7 +98,7 @@ def test_early_stopping_and_max_epochs(copy_data, tmp_path):
 
     batches_per_epoch = len(sampler_for(ParallelData(copy_data, "train"), cfg.training.max_tokens))
     assert last["step"] == 2 * batches_per_epoch
-    assert (last["data_state"]["epoch"], last["data_state"]["batch"]) == (3, 0)
+    assert (last["train_state"]["epoch"], last["train_state"]["batch"]) == (3, 0)
 
 
 def test_update_freq_accumulates_batches(copy_data, tmp_path):
@@ -108,7 +109,7 @@ def test_update_freq_accumulates_batches(copy_data, tmp_path):
     assert len(sampler_for(ParallelData(copy_data, "train"), cfg.training.max_tokens)) > 12
     train(cfg)
     last = load_checkpoint(tmp_path / "acc" / "checkpoint_last.pt")
-    assert last["step"] == 4 and (last["data_state"]["epoch"], last["data_state"]["batch"]) == (1, 12)
+    assert last["step"] == 4 and (last["train_state"]["epoch"], last["train_state"]["batch"]) == (1, 12)
 
 
 def test_nonfinite_losses_skip_updates_then_abort(copy_data, tmp_path, monkeypatch, capsys):
@@ -163,7 +164,7 @@ def test_max_time_stops_the_run(copy_data, tmp_path):
     train(cfg)
     last = load_checkpoint(tmp_path / "t" / "checkpoint_last.pt")
     assert 0 < last["step"] < 100_000
-    assert last["metrics"]["elapsed"] >= 0.02 * 60
+    assert last["train_state"]["elapsed"] >= 0.02 * 60
 
 
 def test_out_of_memory_names_max_tokens(copy_data, tmp_path, monkeypatch):

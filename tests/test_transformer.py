@@ -7,11 +7,11 @@ import itertools
 import pytest
 import torch
 
-from mtkit.bpe import BOS_ID, PAD_ID
 from mtkit.config import ModelConfig
 from mtkit.errors import MtkitError
 from mtkit.models import build_model
 from mtkit.models.transformer import Transformer
+from mtkit.vocab import BOS_ID, PAD_ID
 
 V = 23
 VARIANTS = list(itertools.product(["sinusoidal", "learned", "relative"], ["post", "pre"]))

@@ -17,11 +17,12 @@ import pytest
 import torch
 
 from mtkit.bpe import Bpe, train_bpe
+from mtkit.checkpoint import save_checkpoint
 from mtkit.config import Config, ModelConfig, to_dict
-from mtkit.decode.translator import Translator, clean_line, split_long
 from mtkit.errors import CheckpointError, ConfigError
 from mtkit.models import build_model
-from mtkit.train.checkpoint import save_checkpoint
+from mtkit.segment import clean_line, split_long
+from mtkit.translator import Translator
 
 WORDS = ["the", "house", "is", "small", ".", "a", "cat", "sat", "on", "mat", "!", "where", "are", "you",
          "going", "?", "we", "like", "green", "tea", "and", "bread", "every", "day", ",", "but", "not",

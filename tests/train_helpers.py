@@ -8,7 +8,8 @@ from typing import Any
 
 from mtkit.bpe import Bpe, train_bpe
 from mtkit.config import Config, from_dict
-from mtkit.data.shards import ShardWriter, token_dtype, write_meta
+from mtkit.data.meta import DataMeta, write_meta
+from mtkit.data.shards import ShardWriter, token_dtype
 
 LETTERS = "abcdefghijkl"
 
@@ -49,11 +50,9 @@ def make_data_dir(root: Path, n_train: int = 200, n_dev: int = 16, task: str = "
                          "tgt_tokens": tgt_w.num_tokens}
         src_w.close()
         tgt_w.close()
-    write_meta(data, {
-        "src_lang": "xx", "tgt_lang": "yy", "joint": True, "src_bpe": "bpe.model", "tgt_bpe": "bpe.model",
-        "src_vocab_size": len(bpe), "tgt_vocab_size": len(bpe), "dtype": dtype.name, "splits": splits,
-        "fingerprint": f"test-{seed}",
-    })
+    write_meta(data, DataMeta(src_lang="xx", tgt_lang="yy", joint=True, src_bpe="bpe.model",
+                              tgt_bpe="bpe.model", src_vocab_size=len(bpe), tgt_vocab_size=len(bpe),
+                              dtype=dtype.name, splits=splits, fingerprint=f"test-{seed}"))
     return data
 
 

@@ -1,1 +1,1 @@
-"""Data stage: binarized shards, their preparation, and batching for training."""
+"""Data on disk and in batches: meta.json, memory-mapped shards, token-budget batching."""

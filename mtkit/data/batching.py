@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from mtkit.bpe import BOS_ID, EOS_ID, PAD_ID
 from mtkit.data.shards import ParallelData
+from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
 
 def batch_cost_lengths(src_lengths: np.ndarray, tgt_lengths: np.ndarray) -> np.ndarray:

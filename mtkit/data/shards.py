@@ -9,14 +9,13 @@ Nothing is read into Python lists: training indexes the memmaps directly.
 
 from __future__ import annotations
 
-import json
 import os
 from array import array
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from mtkit.data.meta import read_meta
 from mtkit.errors import DataError
 
 
@@ -85,7 +84,7 @@ class ParallelData:
     def __init__(self, data_dir: str | Path, split: str):
         self.dir = Path(data_dir)
         self.meta = read_meta(self.dir)
-        dtype = np.dtype(self.meta["dtype"])
+        dtype = np.dtype(self.meta.dtype)
         self.src = Shard(self.dir / f"{split}.src", dtype)
         self.tgt = Shard(self.dir / f"{split}.tgt", dtype)
         if len(self.src) != len(self.tgt):
@@ -93,20 +92,3 @@ class ParallelData:
 
     def __len__(self) -> int:
         return len(self.src)
-
-
-def read_meta(data_dir: str | Path) -> dict[str, Any]:
-    path = Path(data_dir) / "meta.json"
-    if not path.is_file():
-        raise DataError(f"{path} not found: run `mtkit prepare CONFIG` first")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: corrupt metadata ({exc})") from None
-
-
-def write_meta(data_dir: str | Path, meta: dict[str, Any]) -> None:
-    path = Path(data_dir) / "meta.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)

@@ -25,10 +25,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from mtkit.bpe import PAD_ID
 from mtkit.config import ModelConfig
 from mtkit.models.attention import make_scorer
 from mtkit.models.base import EncoderOutput, Seq2Seq, log_softmax_float
+from mtkit.vocab import PAD_ID
 
 Hidden = Tensor | tuple[Tensor, Tensor]  # GRU: h [L, B, H]; LSTM: (h, c)
 

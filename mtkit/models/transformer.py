@@ -15,11 +15,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from mtkit.bpe import PAD_ID
 from mtkit.config import ModelConfig
 from mtkit.models.attention import MultiHeadAttention, additive_key_mask
 from mtkit.models.base import EncoderOutput, Seq2Seq, log_softmax_float
 from mtkit.models.positions import LearnedPositions, RelativePositions, SinusoidalPositions
+from mtkit.vocab import PAD_ID
 
 
 class FeedForward(nn.Module):

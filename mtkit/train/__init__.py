@@ -1,1 +1,1 @@
-"""Training stage: the loop, losses, schedules, checkpoints, distributed setup."""
+"""The `mtkit train` stage: the loop, TrainState, losses, schedules, validation, DDP setup."""

@@ -49,33 +49,6 @@ def dist_info_from_env() -> DistInfo:
                     local_world_size=_env_int("LOCAL_WORLD_SIZE", world))
 
 
-def resolve_device(name: str, info: DistInfo) -> torch.device:
-    """auto → cuda (this process's local rank), else mps, else cpu; explicit names are checked."""
-    if name == "auto":
-        if torch.cuda.is_available():
-            name = "cuda"
-        elif getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-            name = "mps"
-        else:
-            name = "cpu"
-    if name.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise MtkitError(f"training.device={name} but CUDA is not available (use cpu or auto)")
-        if name == "cuda":
-            index = info.local_rank if info.enabled else torch.cuda.current_device()
-            if index >= torch.cuda.device_count():
-                raise MtkitError(f"LOCAL_RANK {index} but only {torch.cuda.device_count()} GPU(s) visible")
-            name = f"cuda:{index}"
-        device = torch.device(name)
-        torch.cuda.set_device(device)
-        return device
-    if name == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
-        raise MtkitError("training.device=mps but MPS is not available")
-    if name not in ("cpu", "mps"):
-        raise MtkitError(f"training.device: unknown device {name!r} (auto, cpu, cuda, cuda:N, mps)")
-    return torch.device(name)
-
-
 def init_distributed(info: DistInfo, device: torch.device) -> None:
     if not info.enabled or dist.is_initialized():
         return

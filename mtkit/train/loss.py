@@ -26,7 +26,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from mtkit.bpe import PAD_ID
+from mtkit.vocab import PAD_ID
 
 
 class _LabelSmoothedNLL(torch.autograd.Function):

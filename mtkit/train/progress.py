@@ -7,6 +7,8 @@ import sys
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
+from mtkit.train.state import Validation
+
 
 class TrainingDisplay:
     """Progress bar (stderr, only on a terminal) with loss, lr, tokens/s and ETA, plus log lines.
@@ -14,13 +16,17 @@ class TrainingDisplay:
     The bar runs towards max_steps (or the updates of max_epochs) when given, else towards max_time.
     """
 
-    def __init__(self, enabled: bool, total_updates: int | None, done_updates: int,
-                 time_limit_s: float | None = None, elapsed_s: float = 0.0):
+    def __init__(self, enabled: bool):
         self.enabled = enabled
-        self.by_time = total_updates is None and bool(time_limit_s)
+        self.by_time = False
         self.console = Console(stderr=True, highlight=False)
         self.progress: Progress | None = None
-        if enabled and self.console.is_terminal:
+
+    def start(self, total_updates: int | None, done_updates: int, time_limit_s: float | None = None,
+              elapsed_s: float = 0.0) -> None:
+        """Show the bar (on a terminal) from ``done_updates`` towards the run's limit."""
+        self.by_time = total_updates is None and bool(time_limit_s)
+        if self.enabled and self.console.is_terminal and self.progress is None:
             self.progress = Progress(
                 TextColumn("[bold]train[/] update {task.fields[step]}"),
                 BarColumn(),
@@ -68,11 +74,11 @@ def train_line(event: dict) -> str:
             f"| {hms(event['elapsed'])}")
 
 
-def valid_line(step: int, valid: dict, best: dict | None, metric: str) -> str:
+def valid_line(step: int, valid: dict, best: Validation | None, metric: str) -> str:
     parts = [f"valid | step {step}"]
     for key, digits in (("dev_loss", 3), ("dev_ppl", 2), ("dev_bleu", 2), ("dev_chrf", 2)):
         if valid.get(key) is not None:
             parts.append(f"{key[4:]} {valid[key]:.{digits}f}")
     if best is not None:
-        parts.append(f"best {metric} {best['score']:.3f} @ {best['step']}")
+        parts.append(f"best {metric} {best.score:.3f} @ {best.step}")
     return " | ".join(parts)

@@ -20,7 +20,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from mtkit.bpe import PAD_ID
+from mtkit.vocab import PAD_ID
 
 
 def gold_probability(kind: str, step: int, k: float, floor: float) -> float:

@@ -11,7 +11,8 @@ width and ``s`` the update number:
                     ``valid_metric`` (counting restarts after each decay).
 
 ``min_lr`` bounds the LR from below once warm-up is over (it never shortens the warm-up).
-The schedule's state (only plateau has any) is saved in checkpoints.
+Whether a validation improved is decided once, by the trainer (`TrainState.record_validation`), and
+passed to ``observe``. The schedule's state (only plateau has any) is saved in checkpoints.
 """
 
 from __future__ import annotations
@@ -21,18 +22,10 @@ from typing import Any
 
 from mtkit.config import TrainingConfig
 
-#: metrics where a larger value is better
-HIGHER_IS_BETTER = {"bleu": True, "chrf": True, "loss": False, "ppl": False}
-
-
-def is_improvement(metric: str, value: float, best: float | None) -> bool:
-    if best is None:
-        return True
-    return value > best if HIGHER_IS_BETTER[metric] else value < best
-
 
 class LRSchedule:
-    """Computes the LR for update ``step``; ``observe`` feeds the dev metric (used by plateau)."""
+    """Computes the LR for update ``step``; ``observe`` is told after each validation whether the dev
+    metric improved (used by plateau)."""
 
     def __init__(self, cfg: TrainingConfig, model_dim: int):
         self.kind = cfg.schedule
@@ -42,10 +35,8 @@ class LRSchedule:
         self.model_dim = model_dim
         self.factor = cfg.plateau_factor
         self.patience = cfg.plateau_patience
-        self.metric = cfg.valid_metric
-        # plateau state
+        # plateau state: the decay so far and the validations without improvement since the last change
         self.scale = 1.0
-        self.best: float | None = None
         self.bad = 0
 
     def _warmup_factor(self, step: int) -> float:
@@ -69,10 +60,9 @@ class LRSchedule:
             lr = max(lr, self.min_lr)
         return lr
 
-    def observe(self, value: float) -> None:
-        """Record a validation result; plateau decays the LR when it stalls."""
-        if is_improvement(self.metric, value, self.best):
-            self.best = value
+    def observe(self, improved: bool) -> None:
+        """Record a validation; plateau decays the LR when it stalls."""
+        if improved:
             self.bad = 0
             return
         self.bad += 1
@@ -81,9 +71,8 @@ class LRSchedule:
             self.bad = 0
 
     def state_dict(self) -> dict[str, Any]:
-        return {"scale": self.scale, "best": self.best, "bad": self.bad}
+        return {"scale": self.scale, "bad": self.bad}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.scale = float(state["scale"])
-        self.best = None if state["best"] is None else float(state["best"])
         self.bad = int(state["bad"])

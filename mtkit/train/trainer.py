@@ -25,53 +25,56 @@ import numpy as np
 import torch
 from torch import nn
 
-from mtkit.bpe import PAD_ID, Bpe
+from mtkit import checkpoint as files
+from mtkit.bpe import Bpe
+from mtkit.checkpoint import capture_rng_state, load_checkpoint, restore_rng_state, save_checkpoint
 from mtkit.config import Config, from_dict, to_dict
 from mtkit.data.batching import Batch, TokenBatchSampler, collate, sampler_for
 from mtkit.data.shards import ParallelData
+from mtkit.device import autocast, autocast_dtype, resolve_device, thread_count, threads
 from mtkit.errors import CheckpointError, DataError, MtkitError
+from mtkit.metrics_log import MetricsLog
 from mtkit.models import build_model
 from mtkit.textio import warn
-from mtkit.train import model_dir as files
-from mtkit.train.checkpoint import capture_rng_state, load_checkpoint, restore_rng_state, save_checkpoint
-from mtkit.train.curves import MetricsLog
 from mtkit.train.distributed import (
     DistInfo,
     all_reduce_sum,
     broadcast_object,
     dist_info_from_env,
     init_distributed,
-    resolve_device,
     shutdown_distributed,
 )
 from mtkit.train.loss import diversity_penalty, label_smoothed_nll
+from mtkit.train.model_dir import write_model_files
 from mtkit.train.progress import TrainingDisplay, train_line, valid_line
-from mtkit.train.runtime import (
-    autocast,
-    configure_cpu,
-    keep_freed_memory,
-    make_optimizer,
-    release_freed_memory,
-    resolve_precision,
-)
+from mtkit.train.runtime import keep_freed_memory, make_optimizer, release_freed_memory
 from mtkit.train.sampling import gold_probability, mix_predictions
-from mtkit.train.schedules import LRSchedule, is_improvement
+from mtkit.train.schedules import LRSchedule
+from mtkit.train.state import TrainState
 from mtkit.train.validation import DevSet, build_dev_set, evaluate
+from mtkit.vocab import PAD_ID
 
 _OUT_OF_MEMORY = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
 
 
 def train(cfg: Config, resume: bool | None = None) -> None:
-    """Train the model described by `cfg` (resume: True/False, or None = when a checkpoint exists)."""
+    """Train the model described by `cfg` (resume: True/False, or None = when a checkpoint exists).
+    Rank 0 holds the model directory's lock for the whole run."""
     info = dist_info_from_env()
-    device = resolve_device(cfg.training.device, info)
-    threads = torch.get_num_threads()
-    init_distributed(info, device)
-    try:
-        Trainer(cfg, info, device, resume).run()
-    finally:
-        shutdown_distributed()
-        torch.set_num_threads(threads)  # in-process callers (tests, notebooks) get their setting back
+    device = resolve_device(cfg.training.device, info.local_rank if info.enabled else None,
+                            setting="training.device=")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    model_dir = Path(cfg.training.model_dir)
+    if model_dir.exists() and not model_dir.is_dir():
+        raise MtkitError(f"training.model_dir {model_dir} exists and is not a directory")
+    lock = files.locked(model_dir) if info.is_main else contextlib.nullcontext()
+    with lock, threads(thread_count(cfg.training.threads, info.local_world_size)):
+        init_distributed(info, device)
+        try:
+            Trainer(cfg, info, device, resume).run()
+        finally:
+            shutdown_distributed()
 
 
 class Trainer:
@@ -79,7 +82,7 @@ class Trainer:
         self.cfg, self.tc, self.info, self.device = cfg, cfg.training, info, device
         tc = self.tc
         self.model_dir = Path(tc.model_dir)
-        self.threads = configure_cpu(tc.threads, info.local_world_size)
+        self.threads = torch.get_num_threads()
         if device.type == "cpu":
             keep_freed_memory()
 
@@ -89,7 +92,7 @@ class Trainer:
         self.meta = self.train_data.meta
         self.tgt_bpe = self._load_tgt_bpe()
         self.dev: DevSet | None = None  # only rank 0 validates
-        if info.is_main and "dev" in self.meta.get("splits", {}) and self.tgt_bpe is not None:
+        if info.is_main and "dev" in self.meta.splits and self.tgt_bpe is not None:
             dev_data = ParallelData(cfg.data.dir, "dev")
             if len(dev_data):
                 self.dev = build_dev_set(dev_data, cfg, self.tgt_bpe)
@@ -97,9 +100,9 @@ class Trainer:
             warn("no dev split (or target BPE model): validation only writes checkpoints")
 
         torch.manual_seed(tc.seed)
-        self.model = build_model(cfg.model, int(self.meta["src_vocab_size"]),
-                                 int(self.meta["tgt_vocab_size"]), bool(self.meta.get("joint"))).to(device)
-        self.autocast_dtype = resolve_precision(tc.precision, device)
+        self.model = build_model(cfg.model, self.meta.src_vocab_size, self.meta.tgt_vocab_size,
+                                 self.meta.joint).to(device)
+        self.autocast_dtype = autocast_dtype(tc.precision, device, setting="training.precision=")
         self.optimizer = make_optimizer(self.model, tc, device)
         self.fused = bool(self.optimizer.defaults.get("fused"))
         self.scaler = torch.amp.GradScaler(device.type) if self.autocast_dtype == torch.float16 else None
@@ -109,15 +112,8 @@ class Trainer:
                                                       info.rank, info.world_size)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
 
-        # training state (all of it goes into checkpoint_last.pt)
-        self.step, self.epoch, self.batch_index = 0, 1, 0
-        self.elapsed_before = 0.0
-        self.history: list[dict[str, Any]] = []  # step checkpoints on disk: {"step", "score"}
-        self.best: dict[str, Any] | None = None  # {"step", "score"}
-        self.bad_validations = 0
-        self.last_valid: dict[str, Any] | None = None
-        self.validated_step = -1
-
+        self.state = TrainState(world_size=info.world_size, max_tokens=tc.max_tokens, seed=tc.seed)
+        self.elapsed_before = 0.0  # training seconds of earlier processes (resumed runs)
         resume_step = self._maybe_resume(resume)
         self.train_model: nn.Module = self.model
         if info.enabled:
@@ -128,24 +124,23 @@ class Trainer:
         if tc.compile:
             self.train_model = torch.compile(self.train_model, dynamic=True)
         if info.is_main:
-            files.prepare_model_dir(cfg, self.meta, self.model_dir)
-        self.metrics = MetricsLog(self.model_dir / "metrics.jsonl", resume_step) if info.is_main else None
+            write_model_files(cfg, self.meta, self.model_dir)
+        self.metrics = MetricsLog(self.model_dir / files.METRICS_FILE, resume_step) if info.is_main else None
         # consecutive / total skipped updates, as device tensors (read on CPU at once, else at log time)
         self.nonfinite_run = torch.zeros((), device=device)
         self.nonfinite_worst_run = torch.zeros((), device=device)
         self.nonfinite_total = torch.zeros((), device=device)
         self.started = time.monotonic()
-        self.display = TrainingDisplay(False, None, 0)
+        self.display = TrainingDisplay(info.is_main)
         self._reset_log_counters()
 
     # ------------------------------------------------------------------------------------ setup
     def _load_tgt_bpe(self) -> Bpe | None:
-        name = self.meta.get("tgt_bpe")
-        path = Path(self.cfg.data.dir) / name if name else None
-        return Bpe(path) if path is not None and path.is_file() else None
+        path = Path(self.cfg.data.dir) / self.meta.tgt_bpe
+        return Bpe(path) if path.is_file() else None
 
     def _maybe_resume(self, resume: bool | None) -> int | None:
-        last = self.model_dir / "checkpoint_last.pt"
+        last = self.model_dir / files.LAST
         if resume is None:  # rank 0 decides, so that no rank resumes while another starts afresh
             resume = bool(broadcast_object(last.is_file(), self.info))
         if not resume:
@@ -155,16 +150,17 @@ class Trainer:
                 files.remove_checkpoints(self.model_dir)
             return None
         if not last.is_file():
-            raise CheckpointError(f"--resume: no checkpoint_last.pt in {self.model_dir}")
+            raise CheckpointError(f"--resume: no {files.LAST} in {self.model_dir}")
         self._load_state(load_checkpoint(last, map_location="cpu"), last)
+        st = self.state
         if self.info.is_main:  # step files newer than the checkpoint came from the interrupted run
-            files.remove_checkpoints(self.model_dir, newer_than=self.step)
-            print(f"resuming from {last} at update {self.step} (epoch {self.epoch}, "
-                  f"batch {self.batch_index})", file=sys.stderr, flush=True)
-        return self.step
+            files.remove_checkpoints(self.model_dir, newer_than=st.step)
+            print(f"resuming from {last} at update {st.step} (epoch {st.epoch}, batch {st.batch})",
+                  file=sys.stderr, flush=True)
+        return st.step
 
     def _load_state(self, state: dict[str, Any], path: Path) -> None:
-        for key in ("optimizer", "scheduler", "step", "data_state", "rng"):
+        for key in ("optimizer", "scheduler", "train_state", "rng"):
             if key not in state:
                 raise CheckpointError(f"{path}: holds no training state ({key} missing); cannot resume")
         if from_dict(state["config"]).model != self.cfg.model:
@@ -179,61 +175,64 @@ class Trainer:
         self.schedule.load_state_dict(state["scheduler"])
         if self.scaler is not None and state.get("scaler"):
             self.scaler.load_state_dict(state["scaler"])
-        self.step = int(state["step"])
-        data_state = state["data_state"]
-        self.epoch = int(data_state["epoch"])
-        self.batch_index = int(data_state["batch"])
-        if (data_state.get("max_tokens"), data_state.get("seed")) != (self.tc.max_tokens, self.tc.seed):
+        st = TrainState.from_dict(state["train_state"], str(path))
+        if (st.max_tokens, st.seed) != (self.tc.max_tokens, self.tc.seed):
             warn("training.max_tokens or training.seed changed since the checkpoint: the epoch's batches "
                  "differ, so the rest of this epoch does not continue the old order exactly")
-        saved_world = int(data_state.get("world_size", 1))
-        if saved_world != self.info.world_size:  # same global position, counted in this world's batches
-            self.batch_index = self.batch_index * saved_world // self.info.world_size
-        m = state.get("metrics") or {}
-        self.elapsed_before = float(m.get("elapsed", 0.0))
-        self.history = list(m.get("history", []))
-        self.best = m.get("best")
-        self.bad_validations = int(m.get("bad_validations", 0))
-        self.last_valid = m.get("valid")
-        self.validated_step = int(m.get("validated_step", -1))
+        if st.world_size != self.info.world_size:  # same global position, counted in this world's batches
+            st.batch = st.batch * st.world_size // self.info.world_size
+        st.world_size, st.max_tokens, st.seed = self.info.world_size, self.tc.max_tokens, self.tc.seed
+        self.state = st
+        self.elapsed_before = st.elapsed
         restore_rng_state(state["rng"])
 
     # ------------------------------------------------------------------------------ checkpoints
     def _model_state(self, valid: dict[str, Any] | None) -> dict[str, Any]:
-        return {"model": self.model.state_dict(), "config": to_dict(self.cfg), "vocab": self.meta,
-                "step": self.step, "epoch": self.epoch, "metrics": {"valid": valid}}
+        return {"model": self.model.state_dict(), "config": to_dict(self.cfg), "vocab": self.meta.to_dict(),
+                "step": self.state.step, "epoch": self.state.epoch, "metrics": {"valid": valid}}
+
+    def _check_finite_weights(self) -> None:
+        """No checkpoint may hold non-finite weights: stop before writing one (the last good
+        checkpoint stays, and resuming from it stays possible)."""
+        for name, tensor in self.model.state_dict().items():
+            if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+                raise MtkitError(
+                    f"training diverged: parameter {name} is not finite at update {self.state.step}; "
+                    f"no checkpoint was written (the last good one is kept). Lower training.lr or raise "
+                    f"training.warmup_steps, then resume or start afresh")
 
     def _save_last(self) -> None:
         if not self.info.is_main:
             return
-        state = self._model_state(self.last_valid)
+        self._check_finite_weights()
+        self.state.elapsed = self._elapsed()
+        state = self._model_state(self.state.last_valid)
         state.update({
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.schedule.state_dict(),
             "scaler": self.scaler.state_dict() if self.scaler is not None else None,
             "rng": capture_rng_state(),
-            "data_state": {"epoch": self.epoch, "batch": self.batch_index, "world_size": self.info.world_size,
-                           "max_tokens": self.tc.max_tokens, "seed": self.tc.seed},
+            "train_state": self.state.to_dict(),
         })
-        state["metrics"].update({
-            "elapsed": self._elapsed(), "history": self.history, "best": self.best,
-            "bad_validations": self.bad_validations, "validated_step": self.validated_step,
-        })
-        save_checkpoint(state, self.model_dir / "checkpoint_last.pt")
+        save_checkpoint(state, self.model_dir / files.LAST)
 
     def _keep_checkpoints(self, valid: dict[str, Any]) -> None:
         """checkpoint_step{N}.pt when it ranks among the best k or the last N; the best; the last."""
-        self.history.append({"step": self.step, "score": valid["score"]})
-        keep = files.steps_to_keep(self.history, valid["metric"], self.tc.keep_best, self.tc.keep_last)
-        step_file = files.step_path(self.model_dir, self.step)
-        if self.step in keep:
+        self._check_finite_weights()
+        st = self.state
+        score = valid["score"] if valid["score"] is None or math.isfinite(valid["score"]) else None
+        st.history.append({"step": st.step, "score": score})
+        keep = files.steps_to_keep(st.history, valid["metric"], self.tc.keep_best, self.tc.keep_last)
+        step_file = files.step_path(self.model_dir, st.step)
+        if st.step in keep:
             save_checkpoint(self._model_state(valid), step_file)
-        for h in self.history:
+        for h in st.history:
             if h["step"] not in keep:
                 files.step_path(self.model_dir, h["step"]).unlink(missing_ok=True)
-        self.history = [h for h in self.history if h["step"] in keep]
-        if (self.best is None or self.best["step"] == self.step) and step_file.is_file():
-            files.copy_atomically(step_file, self.model_dir / "checkpoint_best.pt")
+        st.history = [h for h in st.history if h["step"] in keep]
+        unscored = st.best is None and score is None  # no dev set: the latest is the best there is
+        if (unscored or (st.best is not None and st.best.step == st.step)) and step_file.is_file():
+            files.copy_atomically(step_file, self.model_dir / files.BEST)
         self._save_last()  # last, so that a kill in between is redone on resume
 
     # ------------------------------------------------------------------------------- validation
@@ -253,31 +252,31 @@ class Trainer:
         result = broadcast_object(result, self.info)  # type: ignore[assignment]
         score = result.get(f"dev_{metric}")
         valid = {"metric": metric, "score": score, **result}
+        st = self.state
         stop = False
         if score is not None:
-            self.schedule.observe(score)
-            if self.best is None or is_improvement(metric, score, self.best["score"]):
-                self.best = {"step": self.step, "score": score}
-                self.bad_validations = 0
-            else:
-                self.bad_validations += 1
-                stop = self.tc.patience > 0 and self.bad_validations >= self.tc.patience
-        self.last_valid = valid
-        self.validated_step = self.step
+            self.schedule.observe(st.record_validation(metric, score))
+            stop = self.tc.patience > 0 and st.bad_validations >= self.tc.patience
+        st.validated_step = st.step
+        st.last_valid = valid
         if self.info.is_main:
             self._keep_checkpoints(valid)
             assert self.metrics is not None
-            self.metrics.write({"event": "valid", "step": self.step, "epoch": self.epoch,
+            self.metrics.write({"event": "valid", "step": st.step, "epoch": st.epoch,
                                 "elapsed": round(self._elapsed(), 2), **result,
-                                "best_step": self.best["step"] if self.best else None,
-                                "lr": self.schedule(self.step)})
-            self.display.log(valid_line(self.step, valid, self.best, metric))
+                                "best_step": st.best.step if st.best else None,
+                                "lr": self.schedule(st.step)})
+            self.display.log(valid_line(st.step, valid, st.best, metric))
         self.paused += time.monotonic() - start
         return stop
 
     # --------------------------------------------------------------------------------- the loop
     def _elapsed(self) -> float:
         return self.elapsed_before + (time.monotonic() - self.started)
+
+    @property
+    def step(self) -> int:
+        return self.state.step
 
     def _reset_log_counters(self) -> None:
         dev = self.device
@@ -293,7 +292,7 @@ class Trainer:
     def _update(self, group: list[np.ndarray]) -> None:
         """One optimizer update over `group` (update_freq batches)."""
         tc = self.tc
-        self.step += 1
+        self.state.step += 1
         lr = self.schedule(self.step)
         for g in self.optimizer.param_groups:
             g["lr"] = lr
@@ -388,7 +387,7 @@ class Trainer:
         seconds = max(1e-9, time.monotonic() - self.log_clock - self.paused)
         nll = nll_sum / ok_tokens if ok_tokens else float("nan")
         event = {
-            "event": "train", "step": self.step, "epoch": self.epoch,
+            "event": "train", "step": self.step, "epoch": self.state.epoch,
             "loss": loss_sum / ok_tokens if ok_tokens else float("nan"), "nll": nll,
             "ppl": math.exp(min(nll, 100.0)) if ok_tokens else None, "lr": self.schedule(self.step),
             "tokens_per_s": tokens / seconds, "padding": 1.0 - real / padded if padded else 0.0,
@@ -420,20 +419,20 @@ class Trainer:
     def run(self) -> None:
         tc = self.tc
         self.started = time.monotonic()
-        self.display = TrainingDisplay(self.info.is_main, self._total_updates(), self.step,
-                                       tc.max_time * 60, self.elapsed_before)
+        st = self.state
+        self.display.start(self._total_updates(), st.step, tc.max_time * 60, self.elapsed_before)
         self._announce()
         self._reset_log_counters()
         self.model.train()
         stop_reason: str | None = None
         try:
-            if tc.max_steps and self.step >= tc.max_steps:
+            if tc.max_steps and st.step >= tc.max_steps:
                 stop_reason = f"max_steps {tc.max_steps} already reached"
-            elif tc.max_epochs and self.epoch > tc.max_epochs:
+            elif tc.max_epochs and st.epoch > tc.max_epochs:
                 stop_reason = f"max_epochs {tc.max_epochs} already reached"
             while stop_reason is None:
-                batches = self.sampler.epoch_batches(self.epoch)
-                group = batches[self.batch_index:self.batch_index + tc.update_freq]
+                batches = self.sampler.epoch_batches(st.epoch)
+                group = batches[st.batch:st.batch + tc.update_freq]
                 try:
                     self._update(group)
                 except _OUT_OF_MEMORY:
@@ -441,18 +440,18 @@ class Trainer:
                         f"out of memory on {self.device} at update {self.step} with training.max_tokens="
                         f"{tc.max_tokens}: lower max_tokens (and raise update_freq to keep the batch size)"
                     ) from None
-                self.batch_index += len(group)
-                epoch_done = self.batch_index >= len(batches)
+                st.batch += len(group)
+                epoch_done = st.batch >= len(batches)
                 if epoch_done:
-                    self.epoch += 1
-                    self.batch_index = 0
+                    st.epoch += 1
+                    st.batch = 0
                 stop_reason = self._after_update(epoch_done)
         finally:
             self.display.close()
         if self.info.is_main:
-            best = self.best
-            summary = f"; best {tc.valid_metric} {best['score']:.3f} at update {best['step']}" if best else ""
-            self.display.log(f"done: {stop_reason} (update {self.step}, epoch {self.epoch}){summary}")
+            best = st.best
+            summary = f"; best {tc.valid_metric} {best.score:.3f} at update {best.step}" if best else ""
+            self.display.log(f"done: {stop_reason} (update {st.step}, epoch {st.epoch}){summary}")
 
     def _after_update(self, epoch_done: bool) -> str | None:
         tc = self.tc
@@ -471,11 +470,11 @@ class Trainer:
             reason = f"early stopping: no improvement in {tc.patience} validations"
         elif tc.max_steps and step >= tc.max_steps:
             reason = f"reached max_steps {tc.max_steps}"
-        elif tc.max_epochs and epoch_done and self.epoch > tc.max_epochs:
+        elif tc.max_epochs and epoch_done and self.state.epoch > tc.max_epochs:
             reason = f"reached max_epochs {tc.max_epochs}"
         elif self._time_is_up():
             reason = f"reached max_time {tc.max_time} min"
-        if reason is not None and self.validated_step != step:
+        if reason is not None and self.state.validated_step != step:
             self._validate()
         return reason
 
@@ -491,4 +490,4 @@ class Trainer:
         self.display.log(
             f"train: {len(self.train_data):,} pairs, {len(self.sampler):,} batches/epoch per rank "
             f"(max_tokens {self.tc.max_tokens}, update_freq {self.tc.update_freq}), padding "
-            f"{100 * self.sampler.padding_fraction(self.epoch):.1f}% | dev: {dev_pairs:,} pairs")
+            f"{100 * self.sampler.padding_fraction(self.state.epoch):.1f}% | dev: {dev_pairs:,} pairs")

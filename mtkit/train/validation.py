@@ -20,7 +20,11 @@ from mtkit.config import Config
 from mtkit.data.batching import TokenBatchSampler, collate
 from mtkit.data.shards import ParallelData
 from mtkit.models.base import Seq2Seq
+from mtkit.search import search
 from mtkit.train.loss import label_smoothed_nll
+
+#: token budget of the greedy-search batches (source tokens): validation's own, not a model setting
+SEARCH_MAX_TOKENS = 16000
 
 
 @dataclass
@@ -37,7 +41,7 @@ def build_dev_set(data: ParallelData, cfg: Config, tgt_bpe: Bpe) -> DevSet:
     loss_sampler = TokenBatchSampler(data.src.lengths, data.tgt.lengths, tc.max_tokens, shuffle=False)
     n_search = len(data) if tc.valid_max_sentences == 0 else min(len(data), tc.valid_max_sentences)
     search_sampler = TokenBatchSampler(data.src.lengths[:n_search], np.zeros(n_search, dtype=np.int64),
-                                       cfg.decoding.max_tokens, shuffle=False)
+                                       SEARCH_MAX_TOKENS, shuffle=False)
     refs = tgt_bpe.decode_ids([data.tgt[i].tolist() for i in range(n_search)])
     return DevSet(data, loss_sampler.epoch_batches(0), search_sampler.epoch_batches(0), refs)
 
@@ -49,8 +53,6 @@ def evaluate(model: Seq2Seq, dev: DevSet, cfg: Config, device: torch.device,
     import contextlib
 
     import sacrebleu
-
-    from mtkit.decode.search import search
 
     was_training = model.training
     model.eval()

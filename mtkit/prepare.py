@@ -23,7 +23,6 @@ import os
 import shutil
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,10 +41,11 @@ from rich.text import Text
 
 from mtkit import __version__
 from mtkit.bpe import Bpe, train_bpe
-from mtkit.config import Config, DataConfig, save_config
-from mtkit.data.shards import ShardWriter, read_meta, token_dtype, write_meta
+from mtkit.config import CONFIG_FILE, Config, DataConfig, save_config
+from mtkit.data.meta import META_FILE, DataMeta, read_meta, write_meta
+from mtkit.data.shards import ShardWriter, token_dtype
 from mtkit.errors import ConfigError, DataError, MtkitError
-from mtkit.textio import read_lines, scan_lines
+from mtkit.textio import chunked, read_lines, scan_lines
 
 PREPARE_VERSION = 1  # bump when the output format changes, so old data dirs are rebuilt
 SPLITS = ("train", "dev", "test")
@@ -93,8 +93,8 @@ class SplitStats:
 
 
 # ---------------------------------------------------------------------------------------- the stage
-def prepare(cfg: Config, force: bool = False, console: Console | None = None) -> dict[str, Any]:
-    """Build (or confirm up to date) the data directory `cfg.data.dir`; returns its meta.json dict."""
+def prepare(cfg: Config, force: bool = False, console: Console | None = None) -> DataMeta:
+    """Build (or confirm up to date) the data directory `cfg.data.dir`; returns its meta.json record."""
     console = console or Console(stderr=True, soft_wrap=True)
     splits = input_splits(cfg.data)
     bpe_plan(cfg, splits[0])  # config mistakes surface before any work
@@ -127,20 +127,11 @@ def prepare(cfg: Config, force: bool = False, console: Console | None = None) ->
             raise DataError(f"{s.name}: every pair was filtered out of {s.src} / {s.tgt}; "
                             "check data.max_len, data.min_len and data.max_len_ratio")
 
-    save_config(cfg, out / "config.yaml")
-    meta = {
-        "src_lang": cfg.data.src_lang,
-        "tgt_lang": cfg.data.tgt_lang,
-        "joint": cfg.bpe.joint,
-        "src_bpe": src_name,
-        "tgt_bpe": tgt_name,
-        "src_vocab_size": len(src_bpe),
-        "tgt_vocab_size": len(tgt_bpe),
-        "dtype": dtype.name,
-        "splits": {name: st.as_meta() for name, st in stats.items()},
-        "fingerprint": fp,
-        "mtkit_version": __version__,
-    }
+    save_config(cfg, out / CONFIG_FILE)
+    meta = DataMeta(src_vocab_size=len(src_bpe), tgt_vocab_size=len(tgt_bpe), src_bpe=src_name,
+                    tgt_bpe=tgt_name, joint=cfg.bpe.joint, dtype=dtype.name, src_lang=cfg.data.src_lang,
+                    tgt_lang=cfg.data.tgt_lang, splits={name: st.as_meta() for name, st in stats.items()},
+                    fingerprint=fp, mtkit_version=__version__)
     write_meta(out, meta)  # last: its presence marks the directory complete
     _summary(console, out, stats, bpe_seconds, time.perf_counter() - started)
     return meta
@@ -211,22 +202,22 @@ def _shard_files(split: str) -> list[str]:
 
 
 def is_up_to_date(out: Path, fp: str) -> bool:
-    if not (out / "meta.json").is_file():
+    if not (out / META_FILE).is_file():
         return False
     try:
         meta = read_meta(out)
     except DataError:
         return False
-    if not isinstance(meta, dict) or meta.get("fingerprint") != fp:
+    if meta.fingerprint != fp:
         return False
-    needed = ["config.yaml", meta.get("src_bpe", ""), meta.get("tgt_bpe", "")]
-    needed += [f for split in meta.get("splits", {}) for f in _shard_files(split)]
+    needed = [CONFIG_FILE, *meta.bpe_files()]
+    needed += [f for split in meta.splits for f in _shard_files(split)]
     return all(name and (out / name).is_file() for name in needed)
 
 
 def _invalidate(out: Path) -> None:
     """Remove meta.json first, then shards of any earlier run (a stale test split must not linger)."""
-    (out / "meta.json").unlink(missing_ok=True)
+    (out / META_FILE).unlink(missing_ok=True)
     for leftover in out.glob(".*.training.*"):  # a BPE training that was killed
         leftover.unlink(missing_ok=True)
     for split in SPLITS:
@@ -330,7 +321,7 @@ def encode_split(s: SplitInput, src_bpe: Bpe, tgt_bpe: Bpe, out: Path, dtype: An
     writers = {side: ShardWriter(out / f"{s.name}.{side}", dtype) for side in SIDES}
     # equal lengths were checked by check_pair; a file changed since is caught by the count below
     pairs = zip(read_lines(s.src), read_lines(s.tgt), strict=False)
-    for batch in _batches(pairs, CHUNK_LINES):
+    for batch in chunked(pairs, CHUNK_LINES):
         src_ids = src_bpe.encode_ids([p[0] for p in batch])
         tgt_ids = tgt_bpe.encode_ids([p[1] for p in batch])
         for src, tgt in zip(src_ids, tgt_ids, strict=True):
@@ -353,17 +344,6 @@ def encode_split(s: SplitInput, src_bpe: Bpe, tgt_bpe: Bpe, out: Path, dtype: An
     stats.src_tokens, stats.tgt_tokens = writers["src"].num_tokens, writers["tgt"].num_tokens
     stats.seconds = time.perf_counter() - started
     return stats
-
-
-def _batches(pairs: Iterable[tuple[str, str]], size: int) -> Iterator[list[tuple[str, str]]]:
-    batch: list[tuple[str, str]] = []
-    for pair in pairs:
-        batch.append(pair)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 # ----------------------------------------------------------------------------------------- reporting

@@ -1,4 +1,5 @@
-"""Output formats of `mtkit translate`: plain text, n-best lists, JSON lines, Pharaoh alignments.
+"""What a translation is (`Translation`, `Candidate`) and how it is written: plain text, n-best lists,
+JSON lines, Pharaoh alignments.
 
 Every format keeps the line discipline of the input: plain and JSON write exactly one line per input
 line; n-best writes exactly N lines per input line. Sentence indices are 0-based (as in fairseq and
@@ -11,12 +12,44 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass, field
+from typing import Literal
 
 from torch import Tensor
 
-if TYPE_CHECKING:  # pragma: no cover
-    from mtkit.decode.translator import Translation
+from mtkit.errors import ConfigError
+
+
+@dataclass
+class Candidate:
+    """One hypothesis of a translation. ``tokens`` are target subword pieces; ``alignment`` pairs
+    (source subword i, target subword j), 0-based; ``attention`` [H, len(tokens) + 1, len(source)]
+    (the last row is EOS) when attention was asked for."""
+
+    text: str
+    score: float
+    log_prob: float
+    tokens: list[str]
+    token_ids: list[int]
+    alignment: list[tuple[int, int]] | None = None
+    attention: Tensor | None = None
+
+
+@dataclass
+class Translation:
+    """The translation of input line ``index`` (0-based): n-best candidates, best first (none for an
+    empty line). ``source`` is the cleaned input; ``source_tokens`` its subwords, the indices that
+    alignments and attention refer to."""
+
+    index: int
+    source: str
+    source_tokens: list[str] = field(default_factory=list)
+    hypotheses: list[Candidate] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return self.hypotheses[0].text if self.hypotheses else ""
+
 
 OutputFormat = Literal["text", "nbest", "json"]
 
@@ -46,8 +79,6 @@ def select_head(attention: Tensor, head: int | str = "avg") -> Tensor:
         return attention.float().mean(0)
     h = int(head)
     if not -attention.size(0) <= h < attention.size(0):
-        from mtkit.errors import ConfigError
-
         heads = attention.size(0)
         raise ConfigError(f"--attention-head {h}: the model has {heads} heads (0..{heads - 1})")
     return attention[h].float()
@@ -88,7 +119,7 @@ def format_translation(tr: Translation, fmt: OutputFormat = "text", nbest: int =
 
 
 def _json_record(tr: Translation, nbest: int) -> dict:
-    def hyp_record(h) -> dict:
+    def hyp_record(h: Candidate) -> dict:
         return {
             "text": one_line(h.text),
             "score": _finite(h.score),
@@ -107,5 +138,6 @@ def _json_record(tr: Translation, nbest: int) -> dict:
     return record
 
 
-__all__ = ["OutputFormat", "alignment_from_attention", "format_translation", "one_line", "pharaoh",
+__all__ = ["Candidate", "OutputFormat", "Translation", "alignment_from_attention", "format_translation",
+           "one_line", "pharaoh",
            "select_head"]

@@ -12,15 +12,16 @@ from pathlib import Path
 
 import torch
 
+from mtkit.checkpoint import (
+    AVERAGE,
+    checkpoint_step,
+    load_checkpoint,
+    rank_best_first,
+    save_checkpoint,
+    step_checkpoints,
+)
 from mtkit.errors import CheckpointError, MtkitError
-from mtkit.train.checkpoint import checkpoint_step, load_checkpoint, save_checkpoint
-from mtkit.train.schedules import HIGHER_IS_BETTER
-
-
-def step_checkpoints(model_dir: Path) -> list[Path]:
-    """`checkpoint_step{N}.pt` files, oldest update first."""
-    found = [(checkpoint_step(p), p) for p in Path(model_dir).glob("checkpoint_step*.pt")]
-    return [p for step, p in sorted((s, p) for s, p in found if s is not None)]
+from mtkit.textio import warn
 
 
 def average_state_dicts(states: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
@@ -59,20 +60,18 @@ def select_checkpoints(model_dir: Path, last: int | None, best: int | None) -> l
     if last is not None:
         chosen = candidates[-n:]
     else:
-        scored = []
+        scored: list[tuple[int, float]] = []
         metric = None
-        for path in candidates:
-            state = load_checkpoint(path)
-            valid = (state.get("metrics") or {}).get("valid") or {}
+        by_step = {checkpoint_step(p): p for p in candidates}
+        for step, path in by_step.items():
+            valid = (load_checkpoint(path).get("metrics") or {}).get("valid") or {}
             metric = metric or valid.get("metric")
             if metric is None or valid.get("score") is None:
                 raise CheckpointError(f"{path}: no validation score inside; use --last instead")
-            scored.append((float(valid["score"]), checkpoint_step(path), path))
-        scored.sort(key=lambda x: (x[0] if HIGHER_IS_BETTER[metric] else -x[0], x[1]), reverse=True)
-        chosen = sorted((p for _, _, p in scored[:n]), key=lambda p: checkpoint_step(p) or 0)
+            scored.append((step or 0, float(valid["score"])))
+        assert metric is not None
+        chosen = [by_step[s] for s in sorted(rank_best_first(scored, metric)[:n])]
     if len(chosen) < n:
-        from mtkit.textio import warn
-
         warn(f"average: only {len(chosen)} checkpoint(s) available, averaging those")
     return chosen
 
@@ -93,6 +92,6 @@ def average_checkpoints(model_dir: str | Path, last: int | None = None, best: in
         "step": newest.get("step"),
         "averaged_from": [p.name for p in paths],
     }
-    out = Path(output) if output is not None else model_dir / "checkpoint_avg.pt"
+    out = Path(output) if output is not None else model_dir / AVERAGE
     save_checkpoint(averaged, out)
     return out

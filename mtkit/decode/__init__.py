@@ -1,1 +1,0 @@
-"""Decoding stage: search algorithms over the Seq2Seq interface, and the Translator."""

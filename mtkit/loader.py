@@ -1,0 +1,96 @@
+"""Loading trained models for decoding: rebuild a model from a checkpoint's stored config and
+vocabulary, put it on its device in its decoding dtype (or int8), and join ensembles.
+
+Checkpoints are read with ``weights_only=True`` (`mtkit.checkpoint.load_checkpoint`): loading never
+runs code from the file.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from mtkit.checkpoint import load_checkpoint, resolve_checkpoint
+from mtkit.config import Config, apply_overrides, from_dict
+from mtkit.data.meta import DataMeta, read_meta
+from mtkit.errors import CheckpointError, ConfigError, DataError
+from mtkit.models import Seq2Seq, build_model
+from mtkit.models.ensemble import Ensemble
+
+
+@dataclass
+class LoadedModel:
+    model: Seq2Seq
+    config: Config
+    meta: DataMeta
+    model_dir: Path
+    checkpoint: Path
+
+
+def load_model(model: str | Path, checkpoint: str = "best", overrides: Sequence[str] = (),
+               device: torch.device | None = None) -> LoadedModel:
+    """Rebuild a model from the config and vocabulary meta stored in its checkpoint; ``overrides``
+    are ``decoding.key=value`` strings applied over the stored decoding section."""
+    file, model_dir = resolve_checkpoint(model, checkpoint)
+    state = load_checkpoint(file)
+    raw = copy.deepcopy(state["config"])
+    if not isinstance(raw, dict):
+        raise CheckpointError(f"{file}: the stored config is not a mapping")
+    cfg = from_dict(apply_overrides(raw, list(overrides)), stored=True)
+    try:
+        meta = (DataMeta.from_dict(state["vocab"], str(file)) if state.get("vocab")
+                else read_meta(model_dir))
+    except DataError as exc:
+        raise CheckpointError(f"{file}: no usable vocabulary meta ({exc})") from None
+    net = build_model(cfg.model, meta.src_vocab_size, meta.tgt_vocab_size, meta.joint)
+    try:
+        net.load_state_dict(state["model"])
+    except RuntimeError as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise CheckpointError(f"{file}: weights do not fit the model in its config ({first[:200]})") from None
+    net.eval()
+    if device is not None:
+        net.to(device)
+    return LoadedModel(net, cfg, meta, model_dir, file)
+
+
+def load_for_decoding(model: str | Path, checkpoint: str, overrides: Sequence[str], device: torch.device,
+                      dtype: torch.dtype, int8: bool = False,
+                      ensemble: Sequence[str | Path] = ()) -> tuple[LoadedModel, Seq2Seq]:
+    """The main model (whose config, vocabulary and BPE models rule) and the network to search with:
+    the model itself, or an ``Ensemble`` of it and the ``ensemble`` models, converted once to ``dtype``
+    (or dynamically quantized to int8 on CPU)."""
+    if int8 and device.type != "cpu":
+        raise ConfigError("--int8 quantizes for the CPU; use it with --device cpu")
+    main = load_model(model, checkpoint, overrides, device)
+    models = [main.model]
+    for other in ensemble:
+        extra = load_model(other, checkpoint, (), device)
+        if not extra.meta.same_vocabulary(main.meta):
+            raise ConfigError(f"--ensemble {other}: its vocabulary ({extra.meta.src_vocab_size}/"
+                              f"{extra.meta.tgt_vocab_size}) differs from that of {model} "
+                              f"({main.meta.src_vocab_size}/{main.meta.tgt_vocab_size}); ensembled models "
+                              "must share vocabularies")
+        models.append(extra.model)
+    if int8:
+        models = [quantize_int8(m) for m in models]
+    elif dtype != torch.float32:
+        models = [m.to(dtype) for m in models]
+    net = models[0] if len(models) == 1 else Ensemble(models).eval()
+    return main, net
+
+
+def quantize_int8(model: Seq2Seq) -> Seq2Seq:
+    """Dynamic int8 quantization of the linear layers (weights int8, activations quantized on the
+    fly): smaller and usually faster matrix products on CPU, at a small cost in accuracy."""
+    with warnings.catch_warnings():  # torch marks the eager API deprecated in favour of torchao
+        warnings.simplefilter("ignore")
+        return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+
+
+__all__ = ["LoadedModel", "load_for_decoding", "load_model", "quantize_int8"]

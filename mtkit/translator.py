@@ -1,0 +1,287 @@
+"""Translator: text in, text out, rebuilt entirely from a model directory (or one checkpoint).
+
+Pipeline per chunk of input lines: clean (control characters) → BPE-encode → split over-long lines
+into sentences or windows → sort by length and cut into token-budget batches → search → restore the
+input order → rejoin split lines → BPE-decode. Exactly one translation per input line, always: an
+empty line gives an empty translation without touching the model, and nothing is ever dropped.
+Input is read in chunks, so arbitrarily long streams run in bounded memory.
+
+Settings come in two small dataclasses: ``LoadOptions`` (which model and how it runs: device,
+precision, threads …) and ``SearchOptions`` (how it searches). Both are runtime choices: nothing here
+is read from, or written to, a checkpoint except the model's own decoding section, which
+``SearchOptions.overrides`` may change. A Translator leaves process-wide settings (PyTorch's thread
+count) as it found them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from mtkit.bpe import Bpe
+from mtkit.config import DecodingConfig
+from mtkit.data.batching import pack_sorted
+from mtkit.device import decode_dtype, resolve_device, thread_count, threads
+from mtkit.errors import ConfigError
+from mtkit.loader import load_for_decoding
+from mtkit.search import Hypothesis, normalise, search
+from mtkit.segment import clean_line, split_long
+from mtkit.textio import warn
+from mtkit.translation import Candidate, Translation, alignment_from_attention
+from mtkit.vocab import PAD_ID
+
+
+@dataclass
+class LoadOptions:
+    """Which model and where it runs."""
+
+    device: str = "auto"  # auto, cpu, cuda, cuda:N, mps
+    checkpoint: str = "best"  # best, last, or a checkpoint file
+    precision: str = "auto"  # auto, fp32, bf16, fp16 (see mtkit.device.decode_dtype)
+    int8: bool = False  # dynamic int8 quantization of the linear layers (CPU)
+    threads: int = 0  # CPU threads while translating (0 = all allowed cores)
+    ensemble: Sequence[str | Path] = ()  # more model directories to ensemble with
+
+
+@dataclass
+class SearchOptions:
+    """How to search. ``overrides`` are ``decoding.key=value`` strings over the model's stored
+    decoding section (beam size, length penalty, length limits, sampling shape …)."""
+
+    overrides: Sequence[str] = ()
+    nbest: int = 1
+    sample: bool = False
+    seed: int | None = None
+    attention_layer: int = -1
+    max_tokens: int = 16000  # batch budget: source subwords × beam (× samples)
+
+
+def _options_from(kwargs: dict[str, Any], load: LoadOptions | None,
+                  search_options: SearchOptions | None) -> tuple[LoadOptions, SearchOptions]:
+    """Keyword arguments fill the fields of either dataclass (``Translator(m, device="cpu", nbest=3)``)."""
+    load = dataclasses.replace(load) if load is not None else LoadOptions()
+    search_options = dataclasses.replace(search_options) if search_options is not None else SearchOptions()
+    load_fields = {f.name for f in dataclasses.fields(LoadOptions)}
+    search_fields = {f.name for f in dataclasses.fields(SearchOptions)}
+    for key, value in kwargs.items():
+        if key in load_fields:
+            setattr(load, key, value)
+        elif key in search_fields:
+            setattr(search_options, key, value)
+        else:
+            raise TypeError(f"Translator got an unexpected option {key!r} "
+                            f"(options: {', '.join(sorted(load_fields | search_fields))})")
+    return load, search_options
+
+
+@dataclass
+class _Item:
+    line: int  # position in the chunk
+    segment: int
+    ids: list[int]
+
+
+class Translator:
+    """A model (or ensemble), its BPE models and decoding settings, ready to translate text.
+
+    >>> tr = Translator("runs/en-de", device="cpu", beam_size=4)        # doctest: +SKIP
+    >>> tr.translate(["Hello world."])                                  # doctest: +SKIP
+    ['Hallo Welt.']
+
+    Options are given as ``LoadOptions`` / ``SearchOptions`` or as keywords naming their fields;
+    ``beam_size`` is a shorthand for the override ``decoding.beam_size``.
+    """
+
+    def __init__(self, model: str | Path, load: LoadOptions | None = None,
+                 search_options: SearchOptions | None = None, *, beam_size: int | None = None,
+                 **options: Any):
+        load, opts = _options_from(options, load, search_options)
+        overrides = list(opts.overrides)
+        if beam_size is not None:
+            overrides.append(f"decoding.beam_size={beam_size}")
+        for item in overrides:
+            if not item.strip().startswith("decoding."):
+                raise ConfigError(f"--set {item!r}: translate accepts only decoding.* keys")
+        if opts.nbest < 1:
+            raise ConfigError(f"--nbest must be at least 1, not {opts.nbest}")
+        if opts.max_tokens < 1:
+            raise ConfigError(f"--max-tokens must be at least 1, not {opts.max_tokens}")
+        self.load_options, self.search_options = load, opts
+        self.device = resolve_device(load.device)
+        self.dtype = decode_dtype(load.precision, self.device, load.int8)
+        self.num_threads = thread_count(load.threads)
+        with threads(self.num_threads):
+            main, self.model = load_for_decoding(model, load.checkpoint, overrides, self.device, self.dtype,
+                                                 load.int8, load.ensemble)
+        self.config = main.config
+        self.decoding: DecodingConfig = main.config.decoding
+        self.meta = main.meta
+        self.model_dir = main.model_dir
+        self._check_attention_layer(opts.attention_layer)
+        self.src_bpe = Bpe(self.model_dir / self.meta.src_bpe)
+        self.tgt_bpe = (self.src_bpe if self.meta.tgt_bpe == self.meta.src_bpe
+                        else Bpe(self.model_dir / self.meta.tgt_bpe))
+        self.nbest = opts.nbest
+        self.sample = opts.sample
+        self.attention_layer = opts.attention_layer
+        self.max_tokens = opts.max_tokens
+        self.generator: torch.Generator | None = None
+        if opts.sample:
+            self.generator = torch.Generator(self.device)
+            self.generator.manual_seed(opts.seed if opts.seed is not None else int(torch.seed() % (2**63)))
+        if self.decoding.beam_size < self.nbest and not opts.sample:
+            self.decoding.beam_size = self.nbest
+        self.max_input_tokens = self._input_limit()
+
+    def _check_attention_layer(self, layer: int) -> None:
+        m = self.config.model
+        layers = m.decoder_layers if m.arch == "transformer" else 1
+        if not -layers <= layer < layers:
+            raise ConfigError(f"--attention-layer {layer}: the model has {layers} decoder "
+                              f"attention layer(s) ({-layers}..{layers - 1})")
+
+    def _input_limit(self) -> int:
+        """Learned positions cannot go past max_positions: keep inputs (and outputs) inside."""
+        limit = self.decoding.max_input_tokens
+        m = self.config.model
+        if m.arch == "transformer" and m.positions == "learned":
+            room = (m.max_positions - 1 - self.decoding.max_len_b) / max(self.decoding.max_len_a, 1.0)
+            limit = max(8, min(limit, int(room), m.max_positions))
+        return limit
+
+    @property
+    def rows_per_sentence(self) -> int:
+        return self.nbest if self.sample else max(self.decoding.beam_size, self.nbest)
+
+    # ----------------------------------------------------------------------------- public API
+    def translate(self, lines: list[str]) -> list[str]:
+        """Translate a list of lines; returns one string per line, in order."""
+        return [t.text for t in self.translate_stream(lines, chunk_size=max(1, len(lines)))]
+
+    def translate_hypotheses(self, lines: list[str], need_attention: bool = False) -> list[Translation]:
+        """Like ``translate`` but with scores, subword tokens, n-best lists and (with
+        ``need_attention``) attention matrices and source-target alignments."""
+        return list(self.translate_stream(lines, chunk_size=max(1, len(lines)),
+                                          need_attention=need_attention))
+
+    def translate_stream(self, lines: Iterable[str], chunk_size: int = 1000, need_attention: bool = False,
+                         name: str = "<input>") -> Iterator[Translation]:
+        """Translate an iterable of lines chunk by chunk, yielding one ``Translation`` per line in
+        order. ``chunk_size`` 1 answers each line as soon as it is read (interactive use)."""
+        chunk: list[str] = []
+        start = 0
+        for line in lines:
+            chunk.append(line)
+            if len(chunk) >= chunk_size:
+                yield from self.translate_chunk(chunk, start, need_attention, name)
+                start += len(chunk)
+                chunk = []
+        if chunk:
+            yield from self.translate_chunk(chunk, start, need_attention, name)
+
+    def translate_chunk(self, lines: list[str], start: int = 0, need_attention: bool = False,
+                        name: str = "<input>") -> list[Translation]:
+        """Translations of ``lines``, numbered from ``start`` (the index of the first in the input)."""
+        with threads(self.num_threads):
+            return self._translate_chunk(lines, start, need_attention, name)
+
+    # ------------------------------------------------------------------------------- internals
+    def _translate_chunk(self, lines: list[str], start: int, need_attention: bool,
+                         name: str) -> list[Translation]:
+        cleaned = [clean_line(line) for line in lines]
+        out = [Translation(start + i, text) for i, text in enumerate(cleaned)]
+        todo = [i for i, text in enumerate(cleaned) if text]
+        if not todo:
+            return out
+        encoded = self.src_bpe.encode_ids([cleaned[i] for i in todo])
+        items: list[_Item] = []
+        for i, ids in zip(todo, encoded, strict=True):
+            if not ids:
+                continue
+            if len(ids) > self.max_input_tokens:
+                segments = split_long(cleaned[i], ids, self.src_bpe, self.max_input_tokens)
+                warn(f"{name}:{start + i + 1}: {len(ids)} subwords is more than max_input_tokens "
+                     f"({self.max_input_tokens}); translating it in {len(segments)} parts")
+            else:
+                segments = [ids]
+            items.extend(_Item(i, s, seg) for s, seg in enumerate(segments))
+        results = self._search_items(items, need_attention)
+        by_line: dict[int, list[tuple[list[int], list[Hypothesis]]]] = {}
+        for item, hyps in zip(items, results, strict=True):
+            by_line.setdefault(item.line, []).append((item.ids, hyps))
+        for i, parts in by_line.items():
+            out[i].source_tokens = self.src_bpe.id_to_piece([t for ids, _ in parts for t in ids])
+            out[i].hypotheses = self._candidates(parts, need_attention)
+        return out
+
+    def _search_items(self, items: list[_Item], need_attention: bool) -> list[list[Hypothesis]]:
+        """Search every item in length-sorted token-budget batches; results in item order."""
+        if not items:
+            return []
+        lengths = np.array([len(it.ids) for it in items], dtype=np.int64)
+        order = np.argsort(lengths, kind="stable")
+        budget = max(1, self.max_tokens // self.rows_per_sentence)
+        results: list[list[Hypothesis]] = [[] for _ in items]
+        for batch in pack_sorted(order, lengths, budget):
+            width = int(lengths[batch].max())
+            src = torch.full((len(batch), width), PAD_ID, dtype=torch.long)
+            for row, idx in enumerate(batch):
+                ids = items[idx].ids
+                src[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+            with torch.inference_mode():
+                hyps = search(self.model, src.to(self.device), self.decoding, nbest=self.nbest,
+                              need_attention=need_attention, sample=self.sample, generator=self.generator,
+                              attn_layer=self.attention_layer)
+            for idx, h in zip(batch.tolist(), hyps, strict=True):
+                results[idx] = h
+        return results
+
+    def _candidates(self, parts: list[tuple[list[int], list[Hypothesis]]],
+                    need_attention: bool) -> list[Candidate]:
+        """Candidates of one line; a split line's k-th candidate joins its segments' k-th best."""
+        count = max(len(h) for _, h in parts)
+        out = []
+        for rank in range(count):
+            chosen = [h[min(rank, len(h) - 1)] for _, h in parts if h]
+            texts = self.tgt_bpe.decode_ids([h.tokens for h in chosen])
+            token_ids = [t for h in chosen for t in h.tokens]
+            if len(chosen) == 1:
+                score, log_prob = chosen[0].score, chosen[0].log_prob
+            else:
+                log_prob = sum(h.log_prob for h in chosen)
+                score = float(normalise(log_prob, len(token_ids) + 1, self.decoding))
+            attention = alignment = None
+            if need_attention and all(h.attention is not None for h in chosen):
+                attention = _join_attention([h.attention for h in chosen])
+                alignment = alignment_from_attention(attention[:, : len(token_ids)])
+            out.append(Candidate(" ".join(t for t in texts if t), score, log_prob,
+                                 self.tgt_bpe.id_to_piece(token_ids), token_ids, alignment, attention))
+        return out
+
+
+def _join_attention(blocks: list[Tensor]) -> Tensor:
+    """Block-diagonal attention of a split line: each segment attends to its own source span. Rows
+    are the segments' target tokens followed by one final EOS row (the last segment's)."""
+    if len(blocks) == 1:
+        return blocks[0]
+    heads = blocks[0].size(0)
+    rows = sum(b.size(1) - 1 for b in blocks) + 1
+    cols = sum(b.size(2) for b in blocks)
+    joined = torch.zeros(heads, rows, cols)
+    r = c = 0
+    for n, b in enumerate(blocks):
+        keep = b.size(1) if n == len(blocks) - 1 else b.size(1) - 1
+        joined[:, r:r + keep, c:c + b.size(2)] = b[:, :keep]
+        r += keep
+        c += b.size(2)
+    return joined
+
+
+__all__ = ["LoadOptions", "SearchOptions", "Translator"]

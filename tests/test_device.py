@@ -1,0 +1,67 @@
+"""mtkit/device.py and mtkit/cpus.py: one set of rules for device, precision and threads."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from mtkit import cpus, device
+from mtkit.device import autocast_dtype, decode_dtype, resolve_device, thread_count, threads
+from mtkit.errors import ConfigError
+
+CPU = torch.device("cpu")
+
+
+def test_precision_choices(monkeypatch):
+    assert autocast_dtype("fp32", CPU) is None
+    assert autocast_dtype("bf16", CPU) is torch.bfloat16
+    monkeypatch.setattr(device, "cpu_has_native_bf16", lambda: True)
+    assert autocast_dtype("auto", CPU) is torch.bfloat16
+    assert decode_dtype("auto", CPU) is torch.bfloat16
+    monkeypatch.setattr(device, "cpu_has_native_bf16", lambda: False)
+    assert autocast_dtype("auto", CPU) is None
+    assert decode_dtype("auto", CPU) is torch.float32
+    with pytest.raises(ConfigError, match="fp16 needs a GPU"):
+        autocast_dtype("fp16", CPU)
+    with pytest.raises(ConfigError, match="use auto, fp32, bf16 or fp16"):
+        decode_dtype("half", CPU)
+    with pytest.raises(ConfigError, match="does not combine"):
+        decode_dtype("bf16", CPU, int8=True)
+    assert decode_dtype("auto", CPU, int8=True) is torch.float32
+
+
+def test_devices_are_checked_the_same_way_for_every_stage():
+    assert resolve_device("cpu") == CPU
+    with pytest.raises(ConfigError, match="expected auto, cpu, cuda"):
+        resolve_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ConfigError, match="training.device=cuda: CUDA is not available"):
+            resolve_device("cuda", setting="training.device=")
+        with pytest.raises(ConfigError, match="--device cuda:1: CUDA is not available"):
+            resolve_device("cuda:1")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is None or not mps.is_available():
+        with pytest.raises(ConfigError, match="MPS is not available"):
+            resolve_device("mps")
+        assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def test_cpu_count_without_affinity(monkeypatch):
+    """macOS has no os.sched_getaffinity: counting cores must not crash there."""
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    assert cpus.allowed_cpus() == max(1, os.cpu_count() or 1)
+    assert thread_count(0) == cpus.allowed_cpus()
+    assert thread_count(3) == 3
+    assert thread_count(0, share=10 * cpus.allowed_cpus()) == 1
+
+
+def test_threads_are_restored():
+    before = torch.get_num_threads()
+    with threads(before + 1):
+        assert torch.get_num_threads() == before + 1
+    assert torch.get_num_threads() == before
+    with pytest.raises(RuntimeError), threads(before + 2):
+        raise RuntimeError("boom")
+    assert torch.get_num_threads() == before

@@ -104,17 +104,34 @@ def save_checkpoint(state: dict[str, Any], path: str | Path) -> None:
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    """Read a checkpoint with ``weights_only=True``: tensors and plain values only, so a tampered file
+    is refused rather than run. Any file that is not an mtkit checkpoint is one clear error."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint not found: {path}")
+    if not zipfile.is_zipfile(path):  # torch.save writes a zip archive; text, random bytes … are not
+        with open(path, "rb") as f:
+            if f.read(4) == b"PK\x03\x04":  # the archive's start without its end: cut short
+                raise CheckpointError(f"{path}: corrupt or truncated checkpoint (the archive is cut short)")
+        raise CheckpointError(f"{path}: not an mtkit checkpoint (not a PyTorch checkpoint archive)")
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
-    except (RuntimeError, EOFError, zipfile.BadZipFile, pickle.UnpicklingError, OSError, ValueError) as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CheckpointError(f"{path}: corrupt or truncated checkpoint ({reason[:200]})") from None
+    except pickle.UnpicklingError as exc:
+        if "weights only load failed" in str(exc).lower():
+            raise CheckpointError(f"{path}: refused: it holds pickled objects other than tensors and plain "
+                                  "values, which could run code (not an mtkit checkpoint, or tampered "
+                                  "with)") from None
+        raise CheckpointError(f"{path}: corrupt or truncated checkpoint ({_first_line(exc)})") from None
+    except Exception as exc:  # noqa: BLE001 - untrusted bytes: every failure is "corrupt", never a traceback
+        raise CheckpointError(f"{path}: corrupt or truncated checkpoint ({_first_line(exc)})") from None
     if not isinstance(state, dict) or "model" not in state or "config" not in state:
         raise CheckpointError(f"{path}: not an mtkit checkpoint (no model/config inside)")
     return state
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:200]
 
 
 # -------------------------------------------------------------------------------------- RNG state

@@ -140,10 +140,21 @@ def test_nonfinite_losses_skip_updates_then_abort(copy_data, tmp_path, monkeypat
     {"precision": "bf16", "label_smoothing": 0.1, "update_freq": 2},
 ])
 def test_training_options_run_and_learn(copy_data, tmp_path, extra):
-    cfg = _config(copy_data, tmp_path / "opt", max_steps=40, log_every=10, validate_every=40, **extra)
+    """Each option trains, and takes effect: with everything seeded, a run without the option ends
+    with bitwise the same weights, so an option that was silently ignored would be caught here."""
+    settings = {"max_steps": 40, "log_every": 10, "validate_every": 40}
+    cfg = _config(copy_data, tmp_path / "opt", **settings, **extra)
     train(cfg)
-    losses = [e["loss"] for e in _events(tmp_path / "opt", "train")]
+    events = _events(tmp_path / "opt", "train")
+    losses = [e["loss"] for e in events]
     assert all(x == x and x < 10 for x in losses) and losses[-1] < losses[0]
+    if "diversity_penalty" in extra:  # without label smoothing the loss is the NLL plus the penalty
+        assert all(e["loss"] > e["nll"] + 1e-4 for e in events)
+    baseline = _config(copy_data, tmp_path / "base", **settings)
+    train(baseline)
+    ours = load_checkpoint(tmp_path / "opt" / "checkpoint_last.pt")["model"]
+    theirs = load_checkpoint(tmp_path / "base" / "checkpoint_last.pt")["model"]
+    assert any(not torch.equal(ours[k], theirs[k]) for k in ours), f"{extra} changed nothing"
 
 
 def test_learning_curves_png(copy_data, tmp_path):
@@ -176,3 +187,28 @@ def test_out_of_memory_names_max_tokens(copy_data, tmp_path, monkeypatch):
     monkeypatch.setattr(trainer_module.Trainer, "_update", out_of_memory)
     with pytest.raises(MtkitError, match=r"out of memory .* training.max_tokens=400: lower max_tokens"):
         train(_config(copy_data, tmp_path / "oom", max_steps=5))
+
+
+def test_diverged_weights_are_never_checkpointed(copy_data, tmp_path):
+    """An lr that overflows the weights to ±inf stops the run before any checkpoint holds them."""
+    cfg = _config(copy_data, tmp_path / "div", max_steps=10, validate_every=2, lr=1e39, warmup_steps=0)
+    with pytest.raises(MtkitError, match="training diverged: parameter .* is not finite"):
+        train(cfg)
+    for path in (tmp_path / "div").glob("*.pt"):
+        state = load_checkpoint(path)
+        assert all(torch.isfinite(t).all() for t in state["model"].values() if t.is_floating_point()), path
+
+
+def test_a_model_directory_keeps_the_bpe_model_it_was_created_with(copy_data, tmp_path):
+    """Re-preparing the data with another BPE model must not silently change a trained model."""
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(copy_data, data)
+    train(_config(data, tmp_path / "m", max_steps=2, validate_every=2))
+    before = (tmp_path / "m" / "bpe.model").read_bytes()
+    other = make_data_dir(tmp_path / "other", n_train=50, n_dev=4, vocab_size=30, seed=5)
+    shutil.copyfile(other / "bpe.model", data / "bpe.model")
+    with pytest.raises(MtkitError, match="differs from .*bpe.model.* train into a new training.model_dir"):
+        train(_config(data, tmp_path / "m", max_steps=4, validate_every=2))
+    assert (tmp_path / "m" / "bpe.model").read_bytes() == before

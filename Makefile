@@ -5,7 +5,7 @@ PIP := $(PYTHON) -m pip
 TORCH_VERSION ?= 2.13.0
 STAMP := .install.stamp
 
-.PHONY: install test lint demo bench readme clean
+.PHONY: install test lint demo bench clean
 
 install: $(STAMP)
 
@@ -19,11 +19,7 @@ test: install
 	$(PYTHON) -m pytest tests
 
 lint: install
-	$(PYTHON) -m ruff check mtkit tests bench recipes tools
-
-# README.md = its intro + docs/*.md (edit those, then run this; a test fails when README is stale)
-readme:
-	$(PYTHON) tools/build_readme.py
+	$(PYTHON) -m ruff check mtkit tests bench recipes
 
 # The recipe runs in its own directory: a PYTHON given as a relative path (.venv/bin/python) is made absolute.
 demo: install

@@ -1,0 +1,89 @@
+"""docs/config.md, rendered from the typed config so the key tables cannot go stale.
+
+``render_markdown()`` is what ``mtkit config-keys --markdown`` prints: one Markdown table per config
+section (key | type | default | meaning), built from ``mtkit.config.describe_keys()`` and the
+sections' own docstrings and value ranges. tests/test_docs.py checks that docs/config.md equals it.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+
+from mtkit import config
+
+COMMAND = "mtkit config-keys --markdown > docs/config.md"
+
+_INTRO = """\
+Every key of the experiment YAML, with its type, default and meaning. Each section is optional and
+every key has a default; `--set section.key=value` overrides a key on the command line (values are
+read as YAML scalars). A range after the type is checked when the config is loaded. How the config
+file works in general: [data.md](data.md#the-config-file-in-general); what the keys do, stage by
+stage: [data.md](data.md), [models.md](models.md), [training.md](training.md),
+[translate.md](translate.md)."""
+
+
+def _cell(text: str) -> str:
+    """One table cell: no line breaks, `|` escaped (also inside code spans, as GFM tables need)."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _default(text: str) -> str:
+    """A default as the user writes it in YAML: strings unquoted, "" for the empty string."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return f"`{text}`"
+    if isinstance(value, str):
+        return f"`{value}`" if value else '`""`'
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    return f"`{text}`"
+
+
+def _ranges() -> dict[str, str]:
+    """``key -> "≥ 1"`` / ``"in [0.9, 1.0]"`` from the fields' ``min`` / ``max`` metadata."""
+    out: dict[str, str] = {}
+    for section, cls in getattr(config, "SECTIONS", {}).items():
+        for f in dataclasses.fields(cls):
+            lo, hi = f.metadata.get("min"), f.metadata.get("max")
+            if lo is not None and hi is not None:
+                out[f"{section}.{f.name}"] = f"in [{lo}, {hi}]"
+            elif lo is not None:
+                out[f"{section}.{f.name}"] = f"≥ {lo}"
+            elif hi is not None:
+                out[f"{section}.{f.name}"] = f"≤ {hi}"
+    return out
+
+
+def _section_docs() -> dict[str, str]:
+    sections: dict[str, type] = getattr(config, "SECTIONS", {})
+    return {name: " ".join((cls.__doc__ or "").split()) for name, cls in sections.items()}
+
+
+def render_markdown() -> str:
+    """docs/config.md: a header, then one table per section, in the order of the config."""
+    rows = config.describe_keys()
+    ranges, section_docs = _ranges(), _section_docs()
+    by_section: dict[str, list[tuple[str, str, str, str]]] = {}
+    for row in rows:
+        by_section.setdefault(row[0].split(".", 1)[0], []).append(row)
+    lines = [
+        "# Config keys",
+        "",
+        f"*Generated from the typed config (mtkit/config.py) by `{COMMAND}`: edit the code, not this page.*",
+        "",
+        _INTRO,
+        "",
+        "Sections: " + ", ".join(f"[`{name}`](#{name})" for name in by_section) + ".",
+    ]
+    for section, section_rows in by_section.items():
+        lines += ["", f"## {section}", ""]
+        if section_docs.get(section):
+            lines += [section_docs[section], ""]
+        lines += ["| key | type | default | meaning |", "| --- | --- | --- | --- |"]
+        for key, tname, default, doc in section_rows:
+            tcell = f"`{tname}`" + (f" {ranges[key]}" if key in ranges else "")
+            lines.append(f"| `{_cell(key)}` | {_cell(tcell)} | {_cell(_default(default))} | {_cell(doc)} |")
+    return "\n".join(lines) + "\n"
+

@@ -102,10 +102,9 @@ def machine_info() -> dict[str, Any]:
                 break
     except OSError:
         pass
-    try:
-        allowed = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - macOS
-        allowed = os.cpu_count()
+    from mtkit.cpus import allowed_cpus
+
+    allowed = allowed_cpus()
     info: dict[str, Any] = {
         "cpu": cpu, "cpu_count": os.cpu_count(), "cpus_allowed": allowed,
         "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
@@ -376,7 +375,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N, mps")
     p.add_argument("--precision", default="auto", help="translate --precision: auto, fp32, bf16, fp16")
     p.add_argument("--max-tokens", type=int, default=0,
-                   help="translate --max-tokens (0 = the model's stored decoding.max_tokens)")
+                   help="translate --max-tokens (0 = mtkit translate's default, 16000)")
     p.add_argument("--work", type=Path, default=REPO / "bench" / "work", help="scratch directory")
     p.add_argument("--out", type=Path, default=None,
                    help="results file (default bench/results.json; --quick: WORK/results-quick.json)")

@@ -135,8 +135,10 @@ def output_file(path: str | Path | None) -> Iterator[IO[str]]:
         try:
             yield out
         finally:
-            out.flush()
-            out.detach()  # the wrapper must not close sys.stdout's buffer when it is collected
+            try:
+                out.flush()
+            finally:
+                out.detach()  # the wrapper must not close sys.stdout's buffer when it is collected
         return
     p = Path(path)
     if p.is_dir():

@@ -1,6 +1,9 @@
-"""build_model, parameter counts (the paper's base model), `mtkit params`, checkpoint round trips."""
+"""build_model, parameter counts (the paper's base model), `mtkit params`, checkpoint round trips, the
+named encoder outputs and their one generic reordering, the embedding both families share."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 import torch
@@ -10,9 +13,12 @@ from typer.testing import CliRunner
 from mtkit.cli import app
 from mtkit.config import ModelConfig
 from mtkit.models import build_model
-from mtkit.models.rnn import RNNSeq2Seq
+from mtkit.models.base import EncoderOutput, embedding, select_rows
+from mtkit.models.ensemble import Ensemble, EnsembleEncoderOutput
+from mtkit.models.rnn import RNNEncoderOutput, RNNSeq2Seq
 from mtkit.models.summary import build_on_meta, parameter_breakdown
-from mtkit.models.transformer import Transformer
+from mtkit.models.transformer import Transformer, TransformerEncoderOutput
+from mtkit.vocab import PAD_ID
 
 BASE = {"arch": "transformer", "d_model": 512, "heads": 8, "d_ff": 2048, "encoder_layers": 6,
         "decoder_layers": 6, "tie_embeddings": True, "share_all_embeddings": True}
@@ -77,3 +83,90 @@ def test_state_dict_round_trip_reproduces_outputs(cfg: ModelConfig) -> None:
         assert not torch.allclose(fresh(src, tgt)[0], model(src, tgt)[0])
         fresh.load_state_dict(model.state_dict())
         assert torch.equal(fresh(src, tgt)[0], model(src, tgt)[0])
+
+
+# ------------------------------------------------------------------ encoder outputs and reordering
+@dataclasses.dataclass(eq=False)
+class _Inner:
+    rows: torch.Tensor
+    note: str
+
+
+@dataclasses.dataclass(eq=False)
+class _Outer(EncoderOutput):
+    layers: list[torch.Tensor]
+    pair: tuple[torch.Tensor, None]
+    inner: _Inner
+    missing: torch.Tensor | None
+
+
+def test_select_rows_reorders_every_tensor_of_a_nested_dataclass() -> None:
+    rows = lambda n: torch.arange(n * 4).view(n, 4)  # noqa: E731  row i starts with 4·i
+    shared = rows(3)
+    enc = _Outer(shared, rows(3) > 5, [rows(3), shared], (rows(3), None), _Inner(rows(3), "kept"), None)
+    index = torch.tensor([2, 0, 2])
+    out = select_rows(enc, index)
+    assert type(out) is _Outer and out is not enc
+    pairs = [(enc.memory, out.memory), (enc.src_mask, out.src_mask), (enc.layers[0], out.layers[0]),
+             (enc.pair[0], out.pair[0]), (enc.inner.rows, out.inner.rows)]
+    for before, after in pairs:
+        assert torch.equal(after, before[index])
+    assert out.pair[1] is None and out.missing is None and out.inner.note == "kept"
+    assert out.layers[1] is out.memory  # a tensor reachable twice is selected once and stays shared
+    assert torch.equal(enc.memory, rows(3))  # the input is left as it was
+    with pytest.raises(TypeError, match="dict"):
+        select_rows(_Inner({"a": shared}, "x"), index)  # type: ignore[arg-type]
+
+
+def _tensors(obj: object) -> list[torch.Tensor | None]:
+    """Every tensor (and None) in an encoder output, in field order, through lists and members."""
+    if isinstance(obj, torch.Tensor) or obj is None:
+        return [obj]
+    if isinstance(obj, list | tuple):
+        return [t for o in obj for t in _tensors(o)]
+    return [t for f in dataclasses.fields(obj) for t in _tensors(getattr(obj, f.name))]
+
+
+def _families() -> dict[str, tuple[object, type]]:
+    torch.manual_seed(0)
+    transformer = build_model(ModelConfig(d_model=16, heads=2, d_ff=8, decoder_layers=2), 20, 20).eval()
+    rnn = build_model(ModelConfig(arch="rnn", emb_dim=6, hidden_size=8), 20, 20).eval()
+    bare = build_model(ModelConfig(arch="rnn", emb_dim=6, hidden_size=8, attention="none"), 20, 20).eval()
+    return {"transformer": (transformer, TransformerEncoderOutput), "rnn": (rnn, RNNEncoderOutput),
+            "rnn-no-attention": (bare, RNNEncoderOutput),
+            "ensemble": (Ensemble([transformer, rnn]).eval(), EnsembleEncoderOutput)}
+
+
+@pytest.mark.parametrize("family", ["transformer", "rnn", "rnn-no-attention", "ensemble"])
+def test_reorder_encoder_equals_encoding_the_reordered_batch(family: str) -> None:
+    """Beam search relies on it: every named field of every family (ensemble members included)
+    follows its batch rows."""
+    model, kind = _families()[family]
+    src = torch.randint(4, 20, (3, 5), generator=torch.Generator().manual_seed(1))
+    src[1, 3:] = PAD_ID
+    index = torch.tensor([2, 2, 0, 1])
+    with torch.no_grad():
+        enc = model.encode(src)
+        assert type(enc) is kind
+        reordered, direct = model.reorder_encoder(enc, index), model.encode(src[index])
+    assert type(reordered) is kind
+    got, want = _tensors(reordered), _tensors(direct)
+    assert len(got) == len(want) > 2  # the family's own fields are there, not only memory and mask
+    for a, b in zip(got, want, strict=True):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert a.shape == b.shape and torch.allclose(a.float(), b.float(), atol=1e-5)
+
+
+def test_both_families_share_one_embedding_initialisation() -> None:
+    emb = embedding(4000, 16)
+    assert emb.padding_idx == PAD_ID and torch.all(emb.weight[PAD_ID] == 0)
+    assert abs(float(emb.weight[1:].detach().std()) - 16 ** -0.5) < 0.01
+    cfgs = [ModelConfig(d_model=16, heads=2, d_ff=8, share_all_embeddings=False),
+            ModelConfig(arch="rnn", emb_dim=16, hidden_size=8, share_all_embeddings=False)]
+    weights = []
+    for cfg in cfgs:  # same seed, same sizes: the same first draws, whichever family
+        torch.manual_seed(3)
+        model = build_model(cfg, 30, 30)
+        weights.append((model.tgt_embed.weight, model.src_embed.weight))
+    assert torch.equal(weights[0][0], weights[1][0]) and torch.equal(weights[0][1], weights[1][1])

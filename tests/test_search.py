@@ -14,7 +14,7 @@ from mtkit.config import DecodingConfig, ModelConfig
 from mtkit.models import build_model
 from mtkit.models.base import EncoderOutput, Seq2Seq
 from mtkit.models.ensemble import Ensemble
-from mtkit.search import Hypothesis, _beam, normalise, search
+from mtkit.search import Hypothesis, _beam, _keep_k_best, normalise, search
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
 VOCAB = 24
@@ -41,7 +41,7 @@ class ToyModel(Seq2Seq):
 
     def encode(self, src):
         mask = src.ne(PAD_ID)
-        return EncoderOutput(src.float().unsqueeze(-1), mask, None)
+        return EncoderOutput(src.float().unsqueeze(-1), mask)
 
     def init_state(self, enc):
         tokens = enc.memory.squeeze(-1).long() * enc.src_mask
@@ -55,9 +55,7 @@ class ToyModel(Seq2Seq):
             scores = (state.unsqueeze(1) * (torch.arange(enc.src_mask.size(1)) + 1)) % 5
             attn = scores.float().masked_fill(~enc.src_mask, float("-inf")).softmax(-1).unsqueeze(1)
         return self.table[state], state, attn
-
-    def reorder_state(self, state, index):
-        return state.index_select(0, index)
+    # reorder_state: Seq2Seq's default (the state [B] has the batch in dim 0)
 
 
 def real_model(arch: str, seed: int = 0, attention: str = "additive") -> Seq2Seq:
@@ -161,6 +159,14 @@ def test_wide_beam_matches_exhaustive_search():
     assert [h.tokens for h in hyps] == [seq for _, seq in enumerated[:5]]
     for h, (score, _) in zip(hyps, enumerated, strict=False):
         assert h.score == pytest.approx(score, abs=1e-5)
+
+
+def test_finished_list_keeps_the_k_best_not_the_k_first():
+    kept = [Hypothesis([4], -1.0, -1.0), Hypothesis([5], -3.0, -3.0)]
+    assert _keep_k_best(kept, Hypothesis([6], -2.0, -2.0), k=3) == -3.0  # now full: worst is -3
+    assert _keep_k_best(kept, Hypothesis([7], -0.5, -0.5), k=3) == -2.0  # -3 made room
+    assert sorted(h.score for h in kept) == [-2.0, -1.0, -0.5]
+    assert _keep_k_best([], Hypothesis([4], -1.0, -1.0), k=2) is None  # fewer than K: no bound yet
 
 
 def test_batched_equals_one_by_one(model):

@@ -15,6 +15,11 @@ Decoding contract::
         prev = pick(log_probs)
     # beam search: enc = model.reorder_encoder(enc, index); state = model.reorder_state(state, index)
 
+Each family returns its own ``EncoderOutput`` subclass, a dataclass whose fields name what the decoder
+reads (precomputed keys, cross-attention keys and values, …) rather than positions in a tuple. Because
+every tensor in it has the batch in dim 0, one generic ``select_rows`` reorders all of them: a family
+adds fields, not reordering code.
+
 ``forward(src, tgt_in)`` is the teacher-forced pass: ``tgt_in`` is BOS followed by the target tokens
 (no EOS), and the logits at position t predict token t+1 of the reference (EOS at the end). Running
 ``step`` over ``tgt_in`` one token at a time gives the same log-probabilities as ``forward``.
@@ -22,20 +27,67 @@ Decoding contract::
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor, nn
 
+from mtkit.vocab import PAD_ID
 
-@dataclass
+T = TypeVar("T")
+
+
+@dataclass(eq=False)
 class EncoderOutput:
-    """What the decoder attends to. ``src_mask`` is True at real (non-padding) source positions."""
+    """What the decoder attends to. ``src_mask`` is True at real (non-padding) source positions.
+
+    Families subclass it with named fields for what they precompute once per sentence; every tensor
+    field must have the batch in dim 0 (``select_rows`` relies on it)."""
 
     memory: Tensor  # [B, S, D]
     src_mask: Tensor  # [B, S] bool
-    extra: Any = None  # model-specific (e.g. the RNN's final encoder state, precomputed keys)
+
+
+_PLAIN = (int, float, bool, str, type(None))
+
+
+def select_rows(obj: T, index: Tensor) -> T:
+    """``obj`` with only the batch rows ``index`` (dim 0) of every tensor in it, in that order.
+
+    Recurses into dataclasses (rebuilt with ``dataclasses.replace``), lists and tuples; keeps None and
+    plain scalars. A tensor reachable twice is selected once and stays shared. Any other type raises
+    TypeError, so a new kind of field cannot silently escape beam reordering."""
+    return _select(obj, index, {})
+
+
+def _select(obj: Any, index: Tensor, done: dict[int, Tensor]) -> Any:
+    if isinstance(obj, Tensor):
+        if id(obj) not in done:
+            done[id(obj)] = obj.index_select(0, index)
+        return done[id(obj)]
+    if isinstance(obj, _PLAIN):
+        return obj
+    if isinstance(obj, list):
+        return [_select(o, index, done) for o in obj]
+    if isinstance(obj, tuple):
+        return tuple(_select(o, index, done) for o in obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        changes = {f.name: _select(getattr(obj, f.name), index, done)
+                   for f in dataclasses.fields(obj) if f.init}
+        return dataclasses.replace(obj, **changes)
+    raise TypeError(f"select_rows cannot select batch rows of a {type(obj).__name__}")
+
+
+def embedding(vocab: int, dim: int) -> nn.Embedding:
+    """Token embedding of both families: N(0, 1/dim) weights (the Transformer scales them by √dim
+    in its forward pass, giving unit scale) and a zero PAD row that receives no gradient."""
+    emb = nn.Embedding(vocab, dim, padding_idx=PAD_ID)
+    nn.init.normal_(emb.weight, std=dim ** -0.5)
+    with torch.no_grad():
+        emb.weight[PAD_ID].zero_()
+    return emb
 
 
 class Seq2Seq(nn.Module):
@@ -65,16 +117,14 @@ class Seq2Seq(nn.Module):
         raise NotImplementedError
 
     def reorder_state(self, state: Any, index: Tensor) -> Any:
-        """Select batch rows of the decoder state (beam search reordering)."""
-        raise NotImplementedError
+        """Select batch rows of the decoder state (beam search reordering). The default suits states
+        whose tensors all have the batch in dim 0; a state with the batch elsewhere (an RNN's hidden
+        state [L, B, H]) needs its own."""
+        return select_rows(state, index)
 
     def reorder_encoder(self, enc: EncoderOutput, index: Tensor) -> EncoderOutput:
-        extra = enc.extra
-        if isinstance(extra, Tensor):
-            extra = extra.index_select(0, index)
-        elif isinstance(extra, tuple):
-            extra = tuple(e.index_select(0, index) if isinstance(e, Tensor) else e for e in extra)
-        return EncoderOutput(enc.memory.index_select(0, index), enc.src_mask.index_select(0, index), extra)
+        """Select batch rows of the encoder output: the same for every family (see ``select_rows``)."""
+        return select_rows(enc, index)
 
     def num_parameters(self) -> int:
         """Distinct trainable parameters (tied weights counted once)."""

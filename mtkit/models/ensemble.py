@@ -3,6 +3,7 @@ sampling search run over it unchanged."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -10,6 +11,14 @@ from torch import Tensor, nn
 
 from mtkit.errors import ConfigError
 from mtkit.models.base import EncoderOutput, Seq2Seq
+
+
+@dataclass(eq=False)
+class EnsembleEncoderOutput(EncoderOutput):
+    """Each member's own encoder output; ``memory`` and ``src_mask`` are the first member's (the
+    source mask is the same for all). ``select_rows`` reorders the members through its recursion."""
+
+    members: list[EncoderOutput]
 
 
 class Ensemble(Seq2Seq):
@@ -24,17 +33,17 @@ class Ensemble(Seq2Seq):
         self.members = nn.ModuleList(models)
         self.num_attention_heads = models[0].num_attention_heads
 
-    def encode(self, src: Tensor) -> EncoderOutput:
+    def encode(self, src: Tensor) -> EnsembleEncoderOutput:
         encs = [m.encode(src) for m in self.members]
-        return EncoderOutput(encs[0].memory, encs[0].src_mask, encs)
+        return EnsembleEncoderOutput(encs[0].memory, encs[0].src_mask, members=encs)
 
-    def init_state(self, enc: EncoderOutput) -> Any:
-        return [m.init_state(e) for m, e in zip(self.members, enc.extra, strict=True)]
+    def init_state(self, enc: EnsembleEncoderOutput) -> Any:
+        return [m.init_state(e) for m, e in zip(self.members, enc.members, strict=True)]
 
-    def step(self, prev_tokens: Tensor, state: Any, enc: EncoderOutput, need_attention: bool = False,
+    def step(self, prev_tokens: Tensor, state: Any, enc: EnsembleEncoderOutput, need_attention: bool = False,
              attn_layer: int = -1) -> tuple[Tensor, Any, Tensor | None]:
         outs = [m.step(prev_tokens, s, e, need_attention, attn_layer)
-                for m, s, e in zip(self.members, state, enc.extra, strict=True)]
+                for m, s, e in zip(self.members, state, enc.members, strict=True)]
         log_probs = torch.stack([o[0] for o in outs]).mean(0).log_softmax(-1)
         attn = None
         if need_attention:
@@ -45,7 +54,3 @@ class Ensemble(Seq2Seq):
 
     def reorder_state(self, state: Any, index: Tensor) -> Any:
         return [m.reorder_state(s, index) for m, s in zip(self.members, state, strict=True)]
-
-    def reorder_encoder(self, enc: EncoderOutput, index: Tensor) -> EncoderOutput:
-        encs = [m.reorder_encoder(e, index) for m, e in zip(self.members, enc.extra, strict=True)]
-        return EncoderOutput(encs[0].memory, encs[0].src_mask, encs)

@@ -27,7 +27,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from mtkit.config import ModelConfig
 from mtkit.models.attention import make_scorer
-from mtkit.models.base import EncoderOutput, Seq2Seq, log_softmax_float
+from mtkit.models.base import EncoderOutput, Seq2Seq, embedding, log_softmax_float
 from mtkit.vocab import PAD_ID
 
 Hidden = Tensor | tuple[Tensor, Tensor]  # GRU: h [L, B, H]; LSTM: (h, c)
@@ -35,14 +35,6 @@ Hidden = Tensor | tuple[Tensor, Tensor]  # GRU: h [L, B, H]; LSTM: (h, c)
 
 def _rnn_class(rnn_type: str) -> type[nn.RNNBase]:
     return nn.LSTM if rnn_type == "lstm" else nn.GRU
-
-
-def _embedding(vocab: int, dim: int) -> nn.Embedding:
-    emb = nn.Embedding(vocab, dim, padding_idx=PAD_ID)
-    nn.init.normal_(emb.weight, std=dim ** -0.5)
-    with torch.no_grad():
-        emb.weight[PAD_ID].zero_()
-    return emb
 
 
 class RNNEncoder(nn.Module):
@@ -84,9 +76,21 @@ class RNNEncoder(nn.Module):
         return out, src_mask, final
 
 
-@dataclass
+@dataclass(eq=False)
+class RNNEncoderOutput(EncoderOutput):
+    """The encoder output and what the decoder reuses at every step: the scorer's projected keys
+    [B, S, H] (None without attention), else the fixed context [B, H] that replaces attention, and
+    the encoder's final top-layer state [B, directions·H] (the bridge's input)."""
+
+    keys: Tensor | None
+    fixed_context: Tensor | None
+    final: Tensor
+
+
+@dataclass(eq=False)
 class RNNState:
-    """Decoder state: the RNN's hidden (and cell) state, and h̃_{t-1} for Luong input feeding."""
+    """Decoder state: the RNN's hidden (and cell) state, and h̃_{t-1} for Luong input feeding.
+    The hidden state has the batch in dim 1, hence ``RNNSeq2Seq.reorder_state``."""
 
     hidden: Hidden
     feed: Tensor | None = None
@@ -104,9 +108,9 @@ class RNNSeq2Seq(Seq2Seq):
         self.luong = cfg.attention_style == "luong"
         self.input_feeding = self.luong and cfg.input_feeding
         self.dropout = cfg.dropout
-        self.tgt_embed = _embedding(tgt_vocab_size, e)
+        self.tgt_embed = embedding(tgt_vocab_size, e)
         share_all = joint_vocab and cfg.share_all_embeddings and src_vocab_size == tgt_vocab_size
-        self.src_embed = self.tgt_embed if share_all else _embedding(src_vocab_size, e)
+        self.src_embed = self.tgt_embed if share_all else embedding(src_vocab_size, e)
         self.encoder = RNNEncoder(cfg, self.src_embed)
         self.out_dim = e if cfg.tie_embeddings else h  # size of h̃ (must be e to tie with the embedding)
         self.scorer = None if cfg.attention == "none" else make_scorer(cfg.attention, h, h)
@@ -126,16 +130,18 @@ class RNNSeq2Seq(Seq2Seq):
             self.output_proj.weight = self.tgt_embed.weight
 
     # ---------------------------------------------------------------------------- encoder side
-    def encode(self, src: Tensor) -> EncoderOutput:
-        """``extra`` = (projected keys or None, fixed context or None, final encoder state)."""
+    def encode(self, src: Tensor) -> RNNEncoderOutput:
+        """With attention, the scorer's key-side work is done here once; without, the fixed context
+        (the final state, projected like the memory) is."""
         memory, src_mask, final = self.encoder(src)
         if self.scorer is not None:
-            return EncoderOutput(memory, src_mask, (self.scorer.project_keys(memory), None, final))
+            return RNNEncoderOutput(memory, src_mask, keys=self.scorer.project_keys(memory),
+                                    fixed_context=None, final=final)
         context = self.encoder.combine(final) if self.encoder.combine is not None else final
-        return EncoderOutput(memory, src_mask, (None, context, final))
+        return RNNEncoderOutput(memory, src_mask, keys=None, fixed_context=context, final=final)
 
-    def init_state(self, enc: EncoderOutput) -> RNNState:
-        final = enc.extra[2]
+    def init_state(self, enc: RNNEncoderOutput) -> RNNState:
+        final = enc.final
         batch, h, layers = final.size(0), self.cfg.hidden_size, self.cfg.decoder_layers
         if self.bridge is not None:
             states = torch.tanh(self.bridge(final)).view(batch, -1, layers, h).permute(1, 2, 0, 3)
@@ -155,17 +161,12 @@ class RNNSeq2Seq(Seq2Seq):
         feed = None if state.feed is None else state.feed.index_select(0, index)
         return RNNState(hidden, feed)
 
-    def reorder_encoder(self, enc: EncoderOutput, index: Tensor) -> EncoderOutput:
-        extra = tuple(None if t is None else t.index_select(0, index) for t in enc.extra)
-        return EncoderOutput(enc.memory.index_select(0, index), enc.src_mask.index_select(0, index), extra)
-
     # ---------------------------------------------------------------------------- decoder side
-    def _context(self, query: Tensor, enc: EncoderOutput) -> tuple[Tensor, Tensor | None]:
+    def _context(self, query: Tensor, enc: RNNEncoderOutput) -> tuple[Tensor, Tensor | None]:
         """query [B, T, H] → context [B, T, H] and weights [B, T, S] (None without attention)."""
-        keys, fixed, _ = enc.extra
         if self.scorer is None:
-            return fixed.unsqueeze(1).expand(-1, query.size(1), -1), None
-        return self.scorer(query, keys, enc.memory, enc.src_mask)
+            return enc.fixed_context.unsqueeze(1).expand(-1, query.size(1), -1), None
+        return self.scorer(query, enc.keys, enc.memory, enc.src_mask)
 
     def _top(self, hidden: Hidden) -> Tensor:
         return (hidden[0] if isinstance(hidden, tuple) else hidden)[-1]
@@ -184,7 +185,7 @@ class RNNSeq2Seq(Seq2Seq):
             attentional = F.dropout(attentional, self.dropout, True)
         return self.output_proj(attentional)
 
-    def _decode_one(self, emb: Tensor, state: RNNState, enc: EncoderOutput
+    def _decode_one(self, emb: Tensor, state: RNNState, enc: RNNEncoderOutput
                     ) -> tuple[Tensor, RNNState, Tensor | None]:
         """emb [B, 1, E] → h̃ [B, 1, out], new state, weights [B, 1, S] or None."""
         if self.luong:
@@ -197,7 +198,7 @@ class RNNSeq2Seq(Seq2Seq):
         attentional = self._attentional(context, s)
         return attentional, RNNState(hidden, attentional[:, 0] if self.input_feeding else None), weights
 
-    def step(self, prev_tokens: Tensor, state: RNNState, enc: EncoderOutput, need_attention: bool = False,
+    def step(self, prev_tokens: Tensor, state: RNNState, enc: RNNEncoderOutput, need_attention: bool = False,
              attn_layer: int = -1) -> tuple[Tensor, RNNState, Tensor | None]:
         attentional, state, weights = self._decode_one(self._embed_tgt(prev_tokens.unsqueeze(1)), state, enc)
         log_probs = log_softmax_float(self._logits(attentional[:, 0]))

@@ -11,13 +11,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from mtkit.config import ModelConfig
 from mtkit.models.attention import MultiHeadAttention, additive_key_mask
-from mtkit.models.base import EncoderOutput, Seq2Seq, log_softmax_float
+from mtkit.models.base import EncoderOutput, Seq2Seq, embedding, log_softmax_float
 from mtkit.models.positions import LearnedPositions, RelativePositions, SinusoidalPositions
 from mtkit.vocab import PAD_ID
 
@@ -112,9 +111,20 @@ class DecoderLayer(nn.Module):
         return self.ffn_res.after(x, self.ffn(self.ffn_res.before(x))), cache, weights
 
 
-@dataclass
+@dataclass(eq=False)
+class TransformerEncoderOutput(EncoderOutput):
+    """The encoder output and what every decoding step reuses: the additive source mask [B, 1, 1, S]
+    and, per decoder layer, the encoder-decoder keys and values [B, H, S, dk], projected once."""
+
+    attn_mask: Tensor
+    cross_keys: list[Tensor]
+    cross_values: list[Tensor]
+
+
+@dataclass(eq=False)
 class TransformerState:
-    """Decoder self-attention cache: per layer, keys and values [B, H, t, dk] of the t tokens so far."""
+    """Decoder self-attention cache: per layer, keys and values [B, H, t, dk] of the t tokens so far.
+    Every tensor has the batch in dim 0, so ``Seq2Seq.reorder_state``'s default reorders it."""
 
     keys: list[Tensor]
     values: list[Tensor]
@@ -136,9 +146,9 @@ class Transformer(Seq2Seq):
         self.num_attention_heads = cfg.heads
         self.embed_scale = math.sqrt(d)
         self.dropout = cfg.dropout
-        self.tgt_embed = self._embedding(tgt_vocab_size, d)
+        self.tgt_embed = embedding(tgt_vocab_size, d)  # × √d in the forward pass → unit scale
         share_all = joint_vocab and cfg.share_all_embeddings and src_vocab_size == tgt_vocab_size
-        self.src_embed = self.tgt_embed if share_all else self._embedding(src_vocab_size, d)
+        self.src_embed = self.tgt_embed if share_all else embedding(src_vocab_size, d)
         if cfg.positions == "sinusoidal":
             self.positions: nn.Module | None = SinusoidalPositions(d)
         elif cfg.positions == "learned":
@@ -156,14 +166,6 @@ class Transformer(Seq2Seq):
             self.output_proj.weight = self.tgt_embed.weight
         else:
             nn.init.normal_(self.output_proj.weight, std=d ** -0.5)
-
-    @staticmethod
-    def _embedding(vocab: int, d: int) -> nn.Embedding:
-        emb = nn.Embedding(vocab, d, padding_idx=PAD_ID)
-        nn.init.normal_(emb.weight, std=d ** -0.5)  # × √d in the forward pass → unit scale
-        with torch.no_grad():
-            emb.weight[PAD_ID].zero_()
-        return emb
 
     # ------------------------------------------------------------------------------ helpers
     def _embed(self, tokens: Tensor, embedding: nn.Embedding, positions: nn.Module | None,
@@ -209,31 +211,34 @@ class Transformer(Seq2Seq):
                 attention = weights
         return self._project(x), attention
 
-    def encode(self, src: Tensor) -> EncoderOutput:
-        """Encoder output plus, in ``extra``, the additive source mask and every decoder layer's
-        encoder-decoder keys and values: (mask, k_0, v_0, k_1, v_1, …)."""
+    def encode(self, src: Tensor) -> TransformerEncoderOutput:
+        """Encoder output plus the additive source mask and every decoder layer's encoder-decoder
+        keys and values, so that ``step`` projects nothing on the source side."""
         memory, src_mask, attn_mask = self._encode(src)
-        extra: list[Tensor] = [attn_mask]
+        keys: list[Tensor] = []
+        values: list[Tensor] = []
         for layer in self.decoder_layers:
-            extra.extend(layer.cross_attn.project_memory(memory, contiguous=True))
-        return EncoderOutput(memory, src_mask, tuple(extra))
+            k, v = layer.cross_attn.project_memory(memory, contiguous=True)
+            keys.append(k)
+            values.append(v)
+        return TransformerEncoderOutput(memory, src_mask, attn_mask=attn_mask, cross_keys=keys,
+                                        cross_values=values)
 
-    def init_state(self, enc: EncoderOutput) -> TransformerState:
+    def init_state(self, enc: TransformerEncoderOutput) -> TransformerState:
         return TransformerState([], [])
 
-    def step(self, prev_tokens: Tensor, state: TransformerState, enc: EncoderOutput,
+    def step(self, prev_tokens: Tensor, state: TransformerState, enc: TransformerEncoderOutput,
              need_attention: bool = False, attn_layer: int = -1
              ) -> tuple[Tensor, TransformerState, Tensor | None]:
         x = self._embed(prev_tokens.unsqueeze(1), self.tgt_embed, self.positions, state.length)
-        extra = enc.extra
-        mask = extra[0]
         wanted = self._layer_index(attn_layer) if need_attention else -1
         keys: list[Tensor] = []
         values: list[Tensor] = []
         attention = None
         for i, layer in enumerate(self.decoder_layers):
             cache = (state.keys[i], state.values[i]) if state.keys else None
-            x, (k, v), weights = layer.step(x, cache, extra[1 + 2 * i], extra[2 + 2 * i], mask, i == wanted)
+            x, (k, v), weights = layer.step(x, cache, enc.cross_keys[i], enc.cross_values[i], enc.attn_mask,
+                                            i == wanted)
             keys.append(k)
             values.append(v)
             if weights is not None:
@@ -241,13 +246,5 @@ class Transformer(Seq2Seq):
         log_probs = log_softmax_float(self._project(x[:, 0]))
         return log_probs, TransformerState(keys, values), attention
 
-    def reorder_state(self, state: TransformerState, index: Tensor) -> TransformerState:
-        return TransformerState([k.index_select(0, index) for k in state.keys],
-                                [v.index_select(0, index) for v in state.values])
 
-    def reorder_encoder(self, enc: EncoderOutput, index: Tensor) -> EncoderOutput:
-        extra = tuple(t.index_select(0, index) for t in enc.extra)
-        return EncoderOutput(enc.memory.index_select(0, index), enc.src_mask.index_select(0, index), extra)
-
-
-__all__ = ["Transformer", "TransformerState"]
+__all__ = ["Transformer", "TransformerEncoderOutput", "TransformerState"]

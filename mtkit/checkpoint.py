@@ -16,6 +16,7 @@ Keys: "model" (state dict), "config" (resolved config as a dict), "vocab" (meta.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import pickle
 import shutil
@@ -84,15 +85,20 @@ def resolve_checkpoint(model: str | Path, checkpoint: str = "best") -> tuple[Pat
 
 # ---------------------------------------------------------------------------------- save and load
 def save_checkpoint(state: dict[str, Any], path: str | Path) -> None:
-    """Write to a temporary file in the same directory, fsync, then rename over the target."""
+    """Write to a temporary file in the same directory, fsync, then rename over the target: a kill or
+    a full disk leaves the previous checkpoint whole and no temporary file behind."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        torch.save(state, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except (OSError, RuntimeError) as exc:  # torch.save reports a failed write as RuntimeError
+        tmp.unlink(missing_ok=True)
+        raise CheckpointError(f"cannot write {path}: {_write_failure(exc, path.parent)}") from None
     try:  # make the rename itself durable
         dir_fd = os.open(path.parent, os.O_RDONLY)
         try:
@@ -101,6 +107,17 @@ def save_checkpoint(state: dict[str, Any], path: str | Path) -> None:
             os.close(dir_fd)
     except OSError:
         pass
+
+
+def _write_failure(exc: BaseException, directory: Path) -> str:
+    """Why a write failed, in words: torch.save's own message for a full disk is "unexpected pos"."""
+    try:
+        free = shutil.disk_usage(directory).free
+    except OSError:
+        free = None
+    if getattr(exc, "errno", None) == errno.ENOSPC or (free is not None and free < 16 * 2**20):
+        return "no space left on device (the previous checkpoint is kept)"
+    return getattr(exc, "strerror", None) or _first_line(exc)
 
 
 def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:

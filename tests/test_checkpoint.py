@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -104,3 +105,20 @@ def test_a_model_directory_in_use_is_locked_and_a_killed_holder_frees_it(tmp_pat
         except CheckpointError:
             assert time.monotonic() < deadline
             time.sleep(0.05)
+
+
+def test_a_full_disk_keeps_the_previous_checkpoint_and_says_so(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "checkpoint_last.pt"
+    save_checkpoint({"model": {"w": torch.ones(2)}, "config": {}}, path)
+
+    def full_disk(obj, f, *args, **kwargs):
+        f.write(b"partial")
+        raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 768 vs 662")
+
+    monkeypatch.setattr(torch, "save", full_disk)
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10**9, 10**9, 0))
+    with pytest.raises(CheckpointError, match=r"cannot write .*checkpoint_last.pt: no space left on device"):
+        save_checkpoint({"model": {"w": torch.zeros(2)}, "config": {}}, path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint_last.pt"]
+    monkeypatch.undo()
+    assert torch.equal(load_checkpoint(path)["model"]["w"], torch.ones(2))

@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 
 from mtkit import __version__
-from mtkit.errors import MtkitError
+from mtkit.errors import MtkitError, OutputClosed
 
 app = typer.Typer(
     help="mtkit: neural machine translation from the command line "
@@ -129,6 +129,13 @@ def train(
     max_steps: int | None = typer.Option(None, help="Stop after N updates."),
     max_epochs: int | None = typer.Option(None, help="Stop after N epochs."),
     max_time: float | None = typer.Option(None, help="Stop after N minutes."),
+    init_from: str | None = typer.Option(
+        None, "--init-from",
+        help="Start from a trained model's weights (a model directory or checkpoint): fine-tuning.",
+    ),
+    keep: str | None = typer.Option(
+        None, "--keep", help="With --init-from, also carry over: any of optimizer,schedule,step."
+    ),
 ) -> None:
     """Train a model (RNN or Transformer) on prepared data."""
     from mtkit.config import load_config
@@ -136,9 +143,11 @@ def train(
 
     overrides = list(set)
     for key, value in (("device", device), ("max_steps", max_steps), ("max_epochs", max_epochs),
-                       ("max_time", max_time)):
+                       ("max_time", max_time), ("init_from", init_from)):
         if value is not None:
             overrides.append(f"training.{key}={value}")
+    if keep is not None:
+        overrides.append(f"training.init_keep=[{keep}]")
     run_train(load_config(config, overrides), resume=resume)
 
 
@@ -186,6 +195,12 @@ def translate(
     threads: int = typer.Option(0, "--threads", help="CPU threads (0 = all allowed cores)."),
     set: list[str] = typer.Option([], "--set",
         help="Override a decoding key, e.g. --set decoding.beam_size=4."),
+    resume: bool = typer.Option(False, "--resume",
+        help="Continue a partial OUTPUT (checked to be a prefix) from the next input line."),
+    shard: str | None = typer.Option(None, "--shard",
+        help="K/N: translate only shard K of N (merge the outputs with `mtkit merge-shards`)."),
+    engine: str = typer.Option("auto", "--engine",
+        help="auto, torch or ct2 (auto: ct2 for an exported CTranslate2 directory)."),
 ) -> None:
     """Translate text with greedy or beam search (stdin → stdout by default)."""
     from mtkit.translate import OutputOptions, run_translate
@@ -201,12 +216,41 @@ def translate(
         if value is not None:
             overrides.append(f"decoding.{key}={value}")
     load = LoadOptions(device=device, checkpoint=checkpoint, precision=precision, int8=int8, threads=threads,
-                       ensemble=ensemble)
+                       ensemble=ensemble, engine=engine)
     search = SearchOptions(overrides=overrides, nbest=nbest, sample=sample, seed=seed,
                            attention_layer=attention_layer, max_tokens=max_tokens)
     out = OutputOptions(json=json_out, alignment=alignment, attention_plot=attention_plot,
-                        attention_plot_max=attention_plot_max, attention_head=attention_head)
+                        attention_plot_max=attention_plot_max, attention_head=attention_head,
+                        resume=resume, shard=shard)
     run_translate(model, input, output, load, search, out)
+
+
+@app.command("merge-shards")
+def merge_shards(
+    inputs: list[str] = typer.Argument(..., help="Shard outputs of `translate --shard K/N`, any order."),
+    output: str | None = typer.Option(None, "--output", "-o", help="Output file (default stdout)."),
+) -> None:
+    """Restore input order from the outputs of `mtkit translate --shard K/N`, checking the counts."""
+    from mtkit.translate import merge_shard_outputs
+
+    merge_shard_outputs(inputs, output)
+
+
+# -------------------------------------------------------------------------------------------- export
+@app.command()
+def export(
+    model: Path = typer.Option(..., "--model", "-m", help="Model directory (or a checkpoint file)."),
+    output: Path = typer.Option(..., "--output", "-o", help="Output directory (ct2) or .argosmodel file."),
+    fmt: str = typer.Option("ct2", "--format", help="ct2 (a CTranslate2 model directory) or argos."),
+    quantization: str = typer.Option("float32", "--quantization",
+        help="float32, int8, int8_float32, bfloat16 or float16."),
+    checkpoint: str = typer.Option("best", "--checkpoint", help="best, last, or a checkpoint path."),
+) -> None:
+    """Export a trained Transformer to CTranslate2 (or an Argos Translate package)."""
+    from mtkit.export import run_export
+
+    path = run_export(model, output, fmt=fmt, quantization=quantization, checkpoint=checkpoint)
+    typer.echo(f"wrote {path}", err=True)
 
 
 # ------------------------------------------------------------------------------------------- average
@@ -336,6 +380,9 @@ def params(
 def main() -> None:
     try:
         app()
+    except OutputClosed:
+        _quiet_stdout()
+        sys.exit(0)
     except MtkitError as exc:
         if _DEBUG["on"]:
             traceback.print_exc()
@@ -344,9 +391,18 @@ def main() -> None:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         sys.exit(130)
-    except BrokenPipeError:
-        sys.stderr.close()  # downstream closed the pipe (e.g. `| head`): not an error
+    except BrokenPipeError:  # downstream closed the pipe (e.g. `| head`): a normal end
+        _quiet_stdout()
         sys.exit(0)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again on a closed pipe
+    (and turn the exit status into 120)."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 if __name__ == "__main__":

@@ -6,12 +6,15 @@ every stage (train, translate, export) and for the Python API.
 - ``autocast_dtype`` / ``decode_dtype``: what ``auto``, ``fp32``, ``bf16`` and ``fp16`` mean on a device.
 - ``allowed_cpus`` / ``threads``: the cores this process may use, and a context manager that sets
   PyTorch's thread count for a block and restores it (library objects never change it for good).
+- ``dist_info_from_env``: this process's place in a torchrun job, for training and translation.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import torch
 
@@ -135,5 +138,42 @@ def threads(count: int) -> Iterator[None]:
             torch.set_num_threads(before)
 
 
-__all__ = ["PRECISIONS", "allowed_cpus", "autocast", "autocast_dtype", "cpu_has_native_bf16",
-           "decode_dtype", "resolve_device", "thread_count", "threads"]
+# ------------------------------------------------------------------------------------ torchrun
+@dataclass
+class DistInfo:
+    """Where this process sits in a torchrun job (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE);
+    one process of one when those variables are not set."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    local_world_size: int = 1
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ConfigError(f"environment variable {name}={value!r} is not an integer") from None
+
+
+def dist_info_from_env() -> DistInfo:
+    world = _env_int("WORLD_SIZE", 1)
+    return DistInfo(rank=_env_int("RANK", 0), world_size=world, local_rank=_env_int("LOCAL_RANK", 0),
+                    local_world_size=_env_int("LOCAL_WORLD_SIZE", world))
+
+
+
+__all__ = ["PRECISIONS", "DistInfo", "allowed_cpus", "autocast", "autocast_dtype", "cpu_has_native_bf16",
+           "decode_dtype", "dist_info_from_env", "resolve_device", "thread_count", "threads"]

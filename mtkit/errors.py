@@ -25,3 +25,11 @@ class CheckpointError(MtkitError):
     """A checkpoint is missing, truncated or corrupt."""
 
     exit_code = 4
+
+
+class OutputClosed(MtkitError):
+    """The reader of our stdout went away (``mtkit translate ... | head``): a normal end, exit 0.
+
+    Not an OSError on purpose: click turns a broken pipe into exit status 1 before we could see it."""
+
+    exit_code = 0

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, TypeVar
 
-from mtkit.errors import DataError
+from mtkit.errors import DataError, OutputClosed
 
 
 def _open_binary(path: str | Path) -> IO[bytes]:
@@ -134,11 +134,11 @@ def output_file(path: str | Path | None) -> Iterator[IO[str]]:
         out = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", line_buffering=True, write_through=True)
         try:
             yield out
+            out.flush()
+        except BrokenPipeError:
+            raise OutputClosed("stdout was closed by its reader") from None
         finally:
-            try:
-                out.flush()
-            finally:
-                out.detach()  # the wrapper must not close sys.stdout's buffer when it is collected
+            out.detach()  # the wrapper must not close sys.stdout's buffer when it is collected
         return
     p = Path(path)
     if p.is_dir():

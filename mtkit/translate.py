@@ -1,24 +1,36 @@
 """The `mtkit translate` stage: read a file or stdin, drive a `Translator`, write text, n-best lists
-or JSON lines (and attention heatmaps), with a progress bar on a terminal.
+or JSON lines (and attention heatmaps); split a job into shards (`--shard K/N`, torchrun ranks),
+merge shard outputs back into input order, and continue a killed run (`--resume`).
 
-Everything that can be checked is checked before the output is touched: the options, the model, and
-that the output is not the input. A file output is written to a temporary file and renamed at the end
-(`mtkit.textio.output_file`), so a failure never leaves an existing file empty or half-written.
-stdout streams: each translation is written as soon as it is made.
+A file output is written one of two ways, because they promise different things:
+- by default to a temporary file renamed at the end (`mtkit.textio.output_file`): a failure or a
+  kill never leaves an existing OUT empty or half-written; a killed run writes nothing;
+- with --resume to OUT itself, appended and flushed chunk by chunk in input order: a kill loses at
+  most the chunk in flight and leaves a valid prefix, which the next --resume run checks and extends.
+stdout streams: each chunk is written as soon as it is translated.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import json
+import os
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from mtkit.errors import ConfigError, DataError
-from mtkit.textio import count_lines, output_file, read_lines, same_file, warn
-from mtkit.translation import Translation, format_translation
+from mtkit.device import dist_info_from_env
+from mtkit.errors import ConfigError, DataError, MtkitError
+from mtkit.textio import chunked, count_lines, output_file, read_lines, same_file, warn
+from mtkit.translation import OutputFormat, Translation, format_translation
 from mtkit.translator import LoadOptions, SearchOptions, Translator
+
+SIDECAR = ".shard.json"  # OUT + SIDECAR: written when shard OUT is complete; merge-shards reads it
 
 
 @dataclass
@@ -31,6 +43,8 @@ class OutputOptions:
     attention_plot_max: int = 0  # plot only the first K sentences (0 = all)
     attention_head: str = "avg"  # a head number or avg
     progress: bool | None = None  # None: a bar when a file is translated on a terminal
+    resume: bool = False  # continue a partial output file from the next input line
+    shard: str | None = None  # "K/N": translate only shard K of N
 
     def head(self) -> int | str:
         if self.attention_head == "avg":
@@ -58,53 +72,294 @@ def read_input(path: str) -> Iterator[str]:
     return read_lines(path, strict=False, on_invalid=report)
 
 
+def parse_shard(spec: str | None) -> tuple[int, int] | None:
+    """``"K/N"`` → (K, N) with 0 ≤ K < N."""
+    if spec is None:
+        return None
+    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", spec)
+    if not match or not int(match[1]) < int(match[2]):
+        raise ConfigError(f"--shard {spec!r}: expected K/N with 0 <= K < N, e.g. 0/4")
+    return int(match[1]), int(match[2])
+
+
 def run_translate(model: str | Path, input: str = "-", output: str | None = None,
                   load: LoadOptions | None = None, search: SearchOptions | None = None,
                   out: OutputOptions | None = None) -> int:
     """Translate ``input`` ('-' = stdin) into ``output`` (None or '-' = stdout); returns the number of
-    lines translated."""
+    lines translated (by this process). Under torchrun (WORLD_SIZE > 1) every rank translates shard
+    RANK/WORLD_SIZE and rank 0 merges the shards into ``output``."""
     load, search, out = load or LoadOptions(), search or SearchOptions(), out or OutputOptions()
-    if output not in (None, "-") and same_file(input, output):
+    output = None if output == "-" else output
+    if output is not None and same_file(input, output):
         raise DataError(f"--output {output} is the input file: translating would destroy it; "
                         "write to another file")
-    head = out.head()
+    out.head()
     if out.attention_plot_max < 0:
         raise ConfigError("--attention-plot-max must be 0 (all) or more")
+    job = dist_info_from_env()
+    if job.enabled:
+        return _run_ranks(model, input, output, load, search, out, job.rank, job.world_size,
+                          job.local_rank, job.local_world_size)
+    return _translate(model, input, output, load, search, out)
+
+
+def _translate(model: str | Path, input: str, output: str | None, load: LoadOptions,
+               search: SearchOptions, out: OutputOptions) -> int:
+    """One process's job: all input lines, or those of one shard, from the resume point on."""
+    shard = parse_shard(out.shard)
+    for flag, wanted in (("--resume", out.resume), ("--shard", shard is not None)):
+        if wanted and output is None:
+            raise ConfigError(f"{flag} needs a file output (-o FILE), not stdout")
+        if wanted and input == "-":
+            raise ConfigError(f"{flag} needs a file input (-i FILE), not stdin: lines are found by position")
+    if out.resume and str(output).endswith(".gz"):
+        raise ConfigError(f"--resume cannot append to a compressed output ({output}): write plain text")
+    fmt: OutputFormat = "json" if out.json else ("nbest" if search.nbest > 1 else "text")
+    per_input = search.nbest if fmt == "nbest" else 1
     lines = read_input(input)
+    progress = out.progress
+    if progress is None:
+        progress = input != "-" and not sys.stdout.isatty() and sys.stderr.isatty()
+    total = count_lines(input) if input != "-" and (shard or out.resume or progress) else None
+    k, n = shard or (0, 1)
+    todo = range(k, total, n) if total is not None else None
+    done = keep = 0
+    if out.resume:
+        assert output is not None and todo is not None
+        done, keep = _resume_point(output, todo, per_input, fmt, _what(input, shard))
+    sidecar = Path(f"{output}{SIDECAR}") if shard else None
+    if sidecar is not None:
+        sidecar.unlink(missing_ok=True)  # present only while the shard output is complete
+    count = 0
+    sink = _append(str(output), keep) if out.resume else output_file(output)
+    if todo is not None and done == len(todo) and (out.resume or shard):
+        with sink:
+            pass  # nothing left: an empty shard, or a complete OUT (a torn line after it is dropped)
+    else:
+        first = todo[done] if todo is not None else 0
+        pairs = ((i, line) for i, line in enumerate(lines) if i >= first and i % n == k)
+        count = _run_chunks(model, load, search, out, fmt, pairs, sink, shard,
+                            "<stdin>" if input == "-" else input,
+                            len(todo) - done if progress and todo is not None else None)
+    if sidecar is not None:
+        record = {"shard": k, "of": n, "input": str(Path(input).resolve()), "input_lines": total,
+                  "lines_per_input": per_input, "format": fmt}
+        with output_file(sidecar) as f:
+            f.write(json.dumps(record) + "\n")
+    return count
+
+
+def _run_chunks(model: str | Path, load: LoadOptions, search: SearchOptions, out: OutputOptions,
+                fmt: OutputFormat, pairs: Iterator[tuple[int, str]], sink: Any,
+                shard: tuple[int, int] | None, name: str, bar_total: int | None) -> int:
+    """Translate (input index, line) pairs chunk by chunk; write and flush each chunk in order."""
+    head = out.head()
     translator = Translator(model, load, search)
     if isinstance(head, int):
         heads = translator.model.num_attention_heads
         if not -heads <= head < heads:
             raise ConfigError(f"--attention-head {head}: the model has {heads} heads (0..{heads - 1})")
-    fmt = "json" if out.json else ("nbest" if search.nbest > 1 else "text")
     need_attention = out.alignment or out.json or out.attention_plot is not None
-    interactive = input == "-" and sys.stdin.isatty()
-    name = "<stdin>" if input == "-" else input
-    stream = translator.translate_stream(lines, chunk_size=1 if interactive else 1000,
-                                         need_attention=need_attention, name=name)
-    progress = out.progress
-    if progress is None:
-        progress = input != "-" and not sys.stdout.isatty() and sys.stderr.isatty()
+    # a chunk holds at most the lines one batch could hold were each one subword long: at least a
+    # full batch to sort by length, and the unit --resume can lose (--max-tokens makes it smaller)
+    chunk_size = 1 if name == "<stdin>" and sys.stdin.isatty() else \
+        max(1, min(1000, search.max_tokens // max(1, translator.rows_per_sentence)))
     plot_dir = Path(out.attention_plot) if out.attention_plot is not None else None
     count = 0
-    bar, task = _progress_bar(count_lines(input)) if progress else (None, None)
+    bar, task = _progress_bar(bar_total) if bar_total is not None else (None, None)
+    if shard:
+        name = f"{name} [shard {shard[0]}/{shard[1]}]"  # warnings then count the shard's lines
     try:
-        with output_file(output) as sink:
-            for tr in stream:
-                sink.write("".join(line + "\n" for line in format_translation(tr, fmt, search.nbest,
-                                                                               out.alignment)))
-                plot_this = out.attention_plot_max == 0 or tr.index < out.attention_plot_max
-                if plot_dir is not None and plot_this:
-                    _plot(tr, plot_dir, head, search.attention_layer)
-                count += 1
+        with sink as f:
+            for chunk in chunked(pairs, chunk_size):
+                index = chunk[0][0]
+                start = (index - shard[0]) // shard[1] if shard else index
+                translations = translator.translate_chunk([line for _, line in chunk], start,
+                                                          need_attention, name)
+                text = []
+                for tr, (i, _) in zip(translations, chunk, strict=True):
+                    tr.index = i  # the input line, also in a shard
+                    text.extend(format_translation(tr, fmt, search.nbest, out.alignment))
+                    if plot_dir is not None and (out.attention_plot_max == 0 or i < out.attention_plot_max):
+                        _plot(tr, plot_dir, head, search.attention_layer)
+                f.write("".join(line + "\n" for line in text))
+                f.flush()
+                count += len(chunk)
                 if bar is not None:
-                    bar.advance(task)
+                    bar.advance(task, len(chunk))
     finally:
         if bar is not None:
             bar.stop()
     return count
 
 
+def _what(input: str, shard: tuple[int, int] | None) -> str:
+    return f"shard {shard[0]}/{shard[1]} of {input}" if shard else input
+
+
+def _resume_point(output: str, todo: range, per_input: int, fmt: OutputFormat, what: str) -> tuple[int, int]:
+    """(input lines already translated, bytes of OUT to keep) for a partial OUT, checked to be a
+    prefix of this job's output: whole lines of whole n-best groups; not more than ``todo``; in
+    n-best and JSON output the last one names the input line it should. Changes nothing."""
+    path = Path(output)
+    if not path.exists():
+        return 0, 0
+    if path.is_dir():
+        raise DataError(f"cannot write {output}: it is a directory")
+    lines = offset = keep = 0
+    unit_first = last_first = b""
+    try:
+        with open(path, "rb") as f:
+            for raw in f:
+                if not raw.endswith(b"\n"):
+                    break  # torn by a kill: redone
+                if lines % per_input == 0:
+                    unit_first = raw
+                lines, offset = lines + 1, offset + len(raw)
+                if lines % per_input == 0:
+                    keep, last_first = offset, unit_first
+    except OSError as exc:
+        raise DataError(f"--resume: cannot read {output}: {exc.strerror or exc}") from None
+    done = lines // per_input
+    if lines > len(todo) * per_input:
+        per = f", {per_input} lines each" if per_input > 1 else ""
+        raise DataError(f"--resume: {output} has {lines} lines, more than the translations of {what} "
+                        f"({len(todo)}{per}): it is not a partial output of this input (nothing changed)")
+    if done and fmt != "text":
+        try:
+            got = json.loads(last_first)["index"] if fmt == "json" else int(last_first.split(b"\t", 1)[0])
+        except (ValueError, KeyError, TypeError):
+            got = None
+        if got != todo[done - 1]:
+            raise DataError(f"--resume: {output}:{(done - 1) * per_input + 1} is not the {fmt} "
+                            f"translation of input line {todo[done - 1] + 1} of {what}: not a partial "
+                            "output of this job (nothing changed)")
+    return done, keep
+
+
+@contextlib.contextmanager
+def _append(output: str, keep: int) -> Iterator[IO[str]]:
+    """OUT cut to its checked prefix (``keep`` bytes) and opened for appending."""
+    path = Path(output)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            os.truncate(path, keep)
+        f = open(path, "a", encoding="utf-8")  # noqa: SIM115
+    except OSError as exc:
+        raise DataError(f"cannot write {output}: {exc.strerror or exc}") from None
+    with f:
+        yield f
+
+
+# --------------------------------------------------------------------------------------------- shards
+def _sidecar(path: str) -> dict[str, Any]:
+    sidecar = Path(f"{path}{SIDECAR}")
+    if not Path(path).is_file():
+        raise DataError(f"merge-shards: shard output not found: {path}")
+    if not sidecar.is_file():
+        raise DataError(f"merge-shards: {path} has no {sidecar.name}: not a finished shard "
+                        "(`mtkit translate --shard K/N` writes it when the shard is complete)")
+    try:
+        info = json.loads(sidecar.read_text(encoding="utf-8"))
+        if not all(isinstance(info[key], int) for key in ("shard", "of", "input_lines", "lines_per_input")):
+            raise TypeError
+    except (OSError, ValueError, KeyError, TypeError):
+        raise DataError(f"merge-shards: {sidecar} is not a shard record of mtkit translate") from None
+    return info
+
+
+def merge_shard_outputs(inputs: list[str], output: str | None) -> int:
+    """Interleave the outputs of `mtkit translate --shard K/N` (given in any order) back into input
+    order: input line i comes from shard i mod N. Checks, before writing anything, that the N shards
+    of one job are all there once and complete. Returns the number of input lines."""
+    output = None if output == "-" else output
+    if not inputs:
+        raise ConfigError("merge-shards: name the shard outputs to merge")
+    # a shell glob may catch the sidecars too: a sidecar names its shard output
+    paths = list(dict.fromkeys(p[: -len(SIDECAR)] if p.endswith(SIDECAR) else p for p in map(str, inputs)))
+    records = [(path, _sidecar(path)) for path in paths]
+    first_path, first = records[0]
+    for path, info in records[1:]:
+        for key in ("of", "input", "input_lines", "lines_per_input", "format"):
+            if info.get(key) != first.get(key):
+                raise DataError(f"merge-shards: {path} and {first_path} are shards of different jobs "
+                                f"({key}: {info.get(key)} vs {first.get(key)})")
+    n, total, per_input = first["of"], first["input_lines"], first["lines_per_input"]
+    by_shard: dict[int, str] = {}
+    for path, info in records:
+        if info["shard"] in by_shard:
+            raise DataError(f"merge-shards: shard {info['shard']}/{n} given twice: {by_shard[info['shard']]} "
+                            f"and {path}")
+        by_shard[info["shard"]] = path
+    missing = [f"{k}/{n}" for k in range(n) if k not in by_shard]
+    if missing:
+        raise DataError(f"merge-shards: shard {', '.join(missing)} of {first['input']} missing "
+                        f"(got {len(by_shard)} of {n})")
+    for k, path in sorted(by_shard.items()):
+        want, got = len(range(k, total, n)) * per_input, count_lines(path)
+        if got != want:
+            raise DataError(f"merge-shards: {path} has {got} lines but shard {k}/{n} of {first['input']} "
+                            f"({total} lines) needs {want}")
+        if output is not None and same_file(path, output):
+            raise DataError(f"merge-shards: --output {output} is one of the shards; write to another file")
+    readers = [read_lines(by_shard[k]) for k in range(n)]
+    with output_file(output) as sink:
+        for i in range(total):
+            reader = readers[i % n]
+            sink.write("".join(next(reader) + "\n" for _ in range(per_input)))
+    return total
+
+
+# ------------------------------------------------------------------------------------------- torchrun
+def _part(output: str | None, input: str, rank: int, world: int) -> Path:
+    """Rank ``rank``'s shard file beside OUT (in the working directory for stdout): a fixed name, so
+    a rerun with --resume finds it; plain text even for a .gz OUT."""
+    base = Path(output) if output is not None else Path(f"mtkit-translate-{Path(input).name}")
+    return base.with_name(f".{base.name}.rank{rank}of{world}.part")
+
+
+def _run_ranks(model: str | Path, input: str, output: str | None, load: LoadOptions, search: SearchOptions,
+               out: OutputOptions, rank: int, world: int, local_rank: int, local_world: int) -> int:
+    """torchrun: rank R translates shard R/WORLD into its part file on cuda:LOCAL_RANK (when the
+    device resolves to a GPU), all ranks meet at a gloo barrier, then rank 0 merges the parts."""
+    from mtkit.device import resolve_device, thread_count
+
+    if out.shard is not None:
+        raise ConfigError("--shard cannot be used under torchrun: rank R translates shard R/WORLD_SIZE")
+    if input == "-":
+        raise ConfigError("under torchrun the input must be a file (-i FILE): every rank reads it")
+    device = resolve_device(load.device, local_rank)
+    threads = load.threads or (thread_count(0, local_world) if device.type == "cpu" else 0)
+    load = dataclasses.replace(load, device=str(device), threads=threads)
+    mine = dataclasses.replace(out, shard=f"{rank}/{world}", progress=out.progress if rank == 0 else False)
+    count = _translate(model, input, str(_part(output, input, rank, world)), load, search, mine)
+    _barrier(rank, world)
+    if rank == 0:
+        parts = [str(_part(output, input, r, world)) for r in range(world)]
+        merge_shard_outputs(parts, output)
+        for part in parts:
+            Path(part).unlink(missing_ok=True)
+            Path(f"{part}{SIDECAR}").unlink(missing_ok=True)
+    return count
+
+
+def _barrier(rank: int, world: int) -> None:
+    """Wait until every rank has written its part (gloo, just for this barrier). The timeout is
+    long: after a --resume one rank may have nothing left while another has hours of work."""
+    import torch.distributed as dist
+
+    try:
+        dist.init_process_group("gloo", rank=rank, world_size=world, timeout=timedelta(days=7))
+        dist.barrier()
+    except (RuntimeError, ValueError) as exc:
+        raise MtkitError(f"torchrun: rank {rank} cannot meet the other ranks: {exc}") from None
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+# ------------------------------------------------------------------------------------- progress, plots
 def _progress_bar(total: int) -> tuple[Any, Any]:
     """A rich progress bar on stderr (file input only: a stream has no known length)."""
     from rich.console import Console
@@ -128,4 +383,4 @@ def _plot(tr: Translation, plot_dir: Path, head: int | str, layer: int) -> None:
                    title=f"sentence {tr.index} ({label})", head=head)
 
 
-__all__ = ["OutputOptions", "read_input", "run_translate"]
+__all__ = ["SIDECAR", "OutputOptions", "merge_shard_outputs", "parse_shard", "read_input", "run_translate"]

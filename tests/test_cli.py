@@ -130,6 +130,30 @@ def test_bpe_errors(tmp_path: Path) -> None:
                  "<stdin>:2: expected space-separated integer ids")
 
 
+def test_bpe_output_safety(tmp_path: Path) -> None:
+    """The input is never the output (not even through a link); a failing run leaves the output as it
+    was; a reader that closes the pipe early (`| head`) is a normal end."""
+    text = write_lines(tmp_path / "t.txt", ["sun and sky", "rain on the hill"] * 20)
+    assert mtkit("bpe", "train", "-i", str(text), "--vocab-size", "30", "--model-prefix",
+                 str(tmp_path / "m")).returncode == 0
+    model = str(tmp_path / "m.model")
+    before = text.read_bytes()
+    assert_error(mtkit("bpe", "encode", "-m", model, "-i", str(text), "-o", str(text)), "is the input file")
+    (tmp_path / "link.txt").symlink_to(text)
+    assert_error(mtkit("bpe", "encode", "-m", model, "-i", str(text), "-o", str(tmp_path / "link.txt")),
+                 "is the input file")
+    assert text.read_bytes() == before
+    out = write_lines(tmp_path / "out.txt", ["precious"])
+    assert_error(mtkit("bpe", "decode", "-m", model, "--format", "ids", "-i",
+                       str(write_lines(tmp_path / "bad.txt", ["4 5", "x"])), "-o", str(out)), "bad.txt:2")
+    assert out.read_text() == "precious\n"
+    proc = subprocess.Popen([sys.executable, "-m", "mtkit", "bpe", "encode", "-m", model],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # like `| head -0`: the reader is gone before the first line
+    _, err = proc.communicate(("sun and sky\n" * 50_000).encode())
+    assert proc.returncode == 0 and b"Traceback" not in err, err
+
+
 def test_score_errors(tmp_path: Path) -> None:
     ref = write_lines(tmp_path / "ref.txt", ["a b c"] * 4)
     hyp = write_lines(tmp_path / "hyp.txt", ["a b c"] * 3)

@@ -11,8 +11,8 @@ import torch
 
 from mtkit.checkpoint import load_checkpoint
 from mtkit.config import from_dict, save_config, to_dict
+from mtkit.device import DistInfo, dist_info_from_env
 from mtkit.metrics_log import read_metrics
-from mtkit.train.distributed import DistInfo, dist_info_from_env
 from mtkit.train.trainer import train
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -7,46 +7,16 @@ each process to ``cuda:LOCAL_RANK``. Without those variables training runs as a 
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
 from datetime import timedelta
 
 import torch
 import torch.distributed as dist
 
+from mtkit.device import DistInfo, dist_info_from_env
 from mtkit.errors import MtkitError
 
-
-@dataclass
-class DistInfo:
-    rank: int = 0
-    world_size: int = 1
-    local_rank: int = 0
-    local_world_size: int = 1
-
-    @property
-    def enabled(self) -> bool:
-        return self.world_size > 1
-
-    @property
-    def is_main(self) -> bool:
-        return self.rank == 0
-
-
-def _env_int(name: str, default: int) -> int:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise MtkitError(f"environment variable {name}={value!r} is not an integer") from None
-
-
-def dist_info_from_env() -> DistInfo:
-    world = _env_int("WORLD_SIZE", 1)
-    return DistInfo(rank=_env_int("RANK", 0), world_size=world, local_rank=_env_int("LOCAL_RANK", 0),
-                    local_world_size=_env_int("LOCAL_WORLD_SIZE", world))
+__all__ = ["DistInfo", "all_reduce_sum", "broadcast_object", "dist_info_from_env", "init_distributed",
+           "shutdown_distributed"]
 
 
 def init_distributed(info: DistInfo, device: torch.device) -> None:

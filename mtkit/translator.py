@@ -48,6 +48,7 @@ class LoadOptions:
     int8: bool = False  # dynamic int8 quantization of the linear layers (CPU)
     threads: int = 0  # CPU threads while translating (0 = all allowed cores)
     ensemble: Sequence[str | Path] = ()  # more model directories to ensemble with
+    engine: str = "auto"  # torch, ct2 (an exported CTranslate2 directory), or auto: decided by the directory
 
 
 @dataclass

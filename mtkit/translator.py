@@ -11,6 +11,10 @@ precision, threads …) and ``SearchOptions`` (how it searches). Both are runtim
 is read from, or written to, a checkpoint except the model's own decoding section, which
 ``SearchOptions.overrides`` may change. A Translator leaves process-wide settings (PyTorch's thread
 count) as it found them.
+
+Two engines search: PyTorch with `mtkit.search` for a model directory, and CTranslate2
+(`mtkit.ct2.Ct2Model`) for a directory written by `mtkit export`; ``LoadOptions.engine`` (auto by
+default) picks one, and everything around the search is the same for both.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -30,12 +34,15 @@ from mtkit.config import DecodingConfig
 from mtkit.data.batching import pack_sorted
 from mtkit.device import decode_dtype, resolve_device, thread_count, threads
 from mtkit.errors import ConfigError
-from mtkit.loader import load_for_decoding
+from mtkit.loader import load_for_decoding, resolve_engine
 from mtkit.search import Hypothesis, normalise, search
 from mtkit.segment import clean_line, split_long
 from mtkit.textio import warn
 from mtkit.translation import Candidate, Translation, alignment_from_attention
 from mtkit.vocab import PAD_ID
+
+if TYPE_CHECKING:
+    from mtkit.ct2 import Ct2Model
 
 
 @dataclass
@@ -115,16 +122,25 @@ class Translator:
         if opts.max_tokens < 1:
             raise ConfigError(f"--max-tokens must be at least 1, not {opts.max_tokens}")
         self.load_options, self.search_options = load, opts
-        self.device = resolve_device(load.device)
-        self.dtype = decode_dtype(load.precision, self.device, load.int8)
         self.num_threads = thread_count(load.threads)
-        with threads(self.num_threads):
-            main, self.model = load_for_decoding(model, load.checkpoint, overrides, self.device, self.dtype,
-                                                 load.int8, load.ensemble)
-        self.config = main.config
-        self.decoding: DecodingConfig = main.config.decoding
-        self.meta = main.meta
-        self.model_dir = main.model_dir
+        self.engine = resolve_engine(model, load.engine)
+        self.backend: Ct2Model | None = None  # the ct2 engine; None: PyTorch and mtkit.search
+        if self.engine == "ct2":
+            from mtkit.ct2 import Ct2Model
+
+            self.backend = Ct2Model(model, load, overrides, self.num_threads, opts.attention_layer, opts.seed)
+            self.model: Any = self.backend
+            self.device, self.dtype = self.backend.device, self.backend.dtype
+            self.config, self.meta = self.backend.config, self.backend.meta
+            self.model_dir = self.backend.model_dir
+        else:
+            self.device = resolve_device(load.device)
+            self.dtype = decode_dtype(load.precision, self.device, load.int8)
+            with threads(self.num_threads):
+                main, self.model = load_for_decoding(model, load.checkpoint, overrides, self.device,
+                                                     self.dtype, load.int8, load.ensemble)
+            self.config, self.meta, self.model_dir = main.config, main.meta, main.model_dir
+        self.decoding: DecodingConfig = self.config.decoding
         self._check_attention_layer(opts.attention_layer)
         self.src_bpe = Bpe(self.model_dir / self.meta.src_bpe)
         self.tgt_bpe = (self.src_bpe if self.meta.tgt_bpe == self.meta.src_bpe
@@ -134,9 +150,9 @@ class Translator:
         self.attention_layer = opts.attention_layer
         self.max_tokens = opts.max_tokens
         self.generator: torch.Generator | None = None
-        if opts.sample:
+        if opts.sample and self.backend is None:
             self.generator = torch.Generator(self.device)
-            self.generator.manual_seed(opts.seed if opts.seed is not None else int(torch.seed() % (2**63)))
+            self.generator.manual_seed(opts.seed if opts.seed is not None else torch.Generator().seed())
         if self.decoding.beam_size < self.nbest and not opts.sample:
             self.decoding.beam_size = self.nbest
         self.max_input_tokens = self._input_limit()
@@ -149,12 +165,16 @@ class Translator:
                               f"attention layer(s) ({-layers}..{layers - 1})")
 
     def _input_limit(self) -> int:
-        """Learned positions cannot go past max_positions: keep inputs (and outputs) inside."""
+        """Learned positions (and an exported position table) cannot go past their last row: keep
+        inputs (and outputs) inside."""
         limit = self.decoding.max_input_tokens
         m = self.config.model
-        if m.arch == "transformer" and m.positions == "learned":
-            room = (m.max_positions - 1 - self.decoding.max_len_b) / max(self.decoding.max_len_a, 1.0)
-            limit = max(8, min(limit, int(room), m.max_positions))
+        rows = m.max_positions if m.arch == "transformer" and m.positions == "learned" else None
+        if self.backend is not None:
+            rows = self.backend.max_positions
+        if rows is not None:
+            room = (rows - 1 - self.decoding.max_len_b) / max(self.decoding.max_len_a, 1.0)
+            limit = max(8, min(limit, int(room), rows))
         return limit
 
     @property
@@ -231,6 +251,12 @@ class Translator:
         budget = max(1, self.max_tokens // self.rows_per_sentence)
         results: list[list[Hypothesis]] = [[] for _ in items]
         for batch in pack_sorted(order, lengths, budget):
+            if self.backend is not None:
+                found = self.backend.search([items[i].ids for i in batch.tolist()], self.decoding, self.nbest,
+                                            need_attention, self.sample)
+                for idx, h in zip(batch.tolist(), found, strict=True):
+                    results[idx] = h
+                continue
             width = int(lengths[batch].max())
             src = torch.full((len(batch), width), PAD_ID, dtype=torch.long)
             for row, idx in enumerate(batch):

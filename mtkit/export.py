@@ -1,0 +1,296 @@
+"""The `mtkit export` stage: a trained Transformer → a CTranslate2 model directory (``--format ct2``)
+or the same model packaged for Argos Translate and LibreTranslate (``--format argos``).
+
+The converter is written against mtkit's own module layout through the ``ctranslate2.specs`` API. It
+is exact or it refuses: every model option must be one it knows how to express (post-/pre-norm;
+sinusoidal, learned or relative positions; ReLU or GELU; tied or shared embeddings), and every tensor
+of the checkpoint must find its place in the specification. Anything else (the RNNs, an option added
+to mtkit after this converter) stops the export with one line naming it, before anything is written,
+rather than producing a model that translates differently.
+
+mtkit's sinusoids interleave sin and cos (PE[2i] = sin, PE[2i+1] = cos) where CTranslate2's built-in
+ones put all sines first, so the table itself is exported, as CTranslate2's explicit position
+encodings. An exported directory holds the CTranslate2 files, the sentencepiece model(s) and
+``mtkit_export.json`` (`mtkit.ct2`), so `mtkit translate -m DIR` runs it with mtkit's own pre- and
+post-processing. Outputs are built beside their target and renamed into place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mtkit import __version__
+from mtkit.bpe import Bpe
+from mtkit.config import ModelConfig, to_dict
+from mtkit.ct2 import FORMAT, FORMAT_VERSION, MANIFEST, is_exported, require_ctranslate2
+from mtkit.errors import ConfigError, MtkitError
+from mtkit.loader import LoadedModel, load_model
+from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+
+FORMATS = ("ct2", "argos")
+QUANTIZATIONS = ("float32", "int8", "int8_float32", "bfloat16", "float16")
+MIN_POSITIONS = 1024  # rows of the exported sinusoid table, at least
+
+# model options with a CTranslate2 equivalent: the values it can express (None: any value)
+_EXPRESSIBLE: dict[str, tuple[Any, ...] | None] = {
+    "arch": ("transformer",), "norm": ("post", "pre"), "activation": ("relu", "gelu"),
+    "positions": ("sinusoidal", "learned", "relative"),
+    "encoder_layers": None, "decoder_layers": None, "d_model": None, "heads": None, "d_ff": None,
+    "tie_embeddings": None, "share_all_embeddings": None, "max_positions": None,
+    "max_relative_distance": None,
+    # training-only and RNN-only options do not change a Transformer's translations
+    "dropout": None, "attention_dropout": None, "activation_dropout": None, "emb_dim": None,
+    "rnn_type": None, "hidden_size": None, "bidirectional": None, "attention": None,
+    "attention_style": None, "input_feeding": None, "bridge": None,
+}
+
+
+def run_export(model: str | Path, output: str | Path, fmt: str = "ct2", quantization: str = "float32",
+               checkpoint: str = "best") -> Path:
+    """Export ``model`` (a model directory or checkpoint) to ``output``; returns the path written."""
+    if fmt not in FORMATS:
+        raise ConfigError(f"--format {fmt!r}: use ct2 or argos")
+    if quantization not in QUANTIZATIONS:
+        raise ConfigError(f"--quantization {quantization!r}: use {', '.join(QUANTIZATIONS)}")
+    output = Path(output)
+    _check_output(output, fmt)
+    loaded = load_model(model, checkpoint)
+    check_expressible(loaded.config.model)
+    if fmt == "argos" and loaded.meta.src_bpe != loaded.meta.tgt_bpe:
+        raise ConfigError(f"--format argos: an Argos package holds one sentencepiece model, but {model} "
+                          f"has two ({loaded.meta.src_bpe}, {loaded.meta.tgt_bpe}); use --format ct2")
+    ct2 = require_ctranslate2()
+    output.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+    try:
+        target = stage / "model"
+        target.mkdir()
+        write_ct2(loaded, target, quantization, ct2)
+        if fmt == "ct2":
+            _swap_in(target, output)
+        else:
+            archive = _package_argos(loaded, target, stage)
+            os.replace(archive, output)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return output
+
+
+def check_expressible(cfg: ModelConfig) -> None:
+    """Refuse, with one line naming the option, a model CTranslate2 cannot express exactly."""
+    if cfg.arch != "transformer":
+        raise MtkitError(f"export: model.arch={cfg.arch}: CTranslate2 runs Transformer models only (it has "
+                         "no recurrent encoder-decoder); nothing was written")
+    for f in dataclasses.fields(ModelConfig):
+        value = getattr(cfg, f.name)
+        if f.name not in _EXPRESSIBLE:
+            if value != f.default:  # an option newer than this converter
+                raise MtkitError(f"export: model.{f.name}={value!r} has no CTranslate2 equivalent in this "
+                                 "exporter; nothing was written")
+        elif _EXPRESSIBLE[f.name] is not None and value not in _EXPRESSIBLE[f.name]:
+            raise MtkitError(f"export: model.{f.name}={value!r} has no CTranslate2 equivalent; "
+                             "nothing was written")
+
+
+def position_rows(loaded: LoadedModel) -> int | None:
+    """Rows of the exported absolute-position table (None for relative positions): learned tables as
+    trained; sinusoids for everything the stored decoding settings can ask for, at least 1024."""
+    m, d = loaded.config.model, loaded.config.decoding
+    if m.positions == "relative":
+        return None
+    if m.positions == "learned":
+        return m.max_positions
+    longest_output = math.floor(d.max_input_tokens * max(d.max_len_a, 1.0) + d.max_len_b) + 2
+    return max(MIN_POSITIONS, d.max_input_tokens, longest_output)
+
+
+def write_ct2(loaded: LoadedModel, directory: Path, quantization: str, ct2: Any) -> None:
+    """Write the CTranslate2 model, the sentencepiece model(s) and the manifest into ``directory``."""
+    meta = loaded.meta
+    src_pieces = _pieces(loaded.model_dir / meta.src_bpe)
+    tgt_pieces = src_pieces if meta.tgt_bpe == meta.src_bpe else _pieces(loaded.model_dir / meta.tgt_bpe)
+    rows = position_rows(loaded)
+    spec = transformer_spec(loaded, src_pieces, tgt_pieces, rows, ct2)
+    spec.config.add_attribute("layer_norm_epsilon", 1e-5)  # torch's LayerNorm default
+    spec.config.unk_token, spec.config.bos_token = tgt_pieces[UNK_ID], tgt_pieces[BOS_ID]
+    spec.config.eos_token, spec.config.decoder_start_token = tgt_pieces[EOS_ID], tgt_pieces[BOS_ID]
+    try:
+        spec.validate()
+        spec.optimize(quantization=quantization)
+        spec.save(str(directory))
+    except (ValueError, RuntimeError) as exc:
+        raise MtkitError(f"export: CTranslate2 refused the converted model ({str(exc)[:200]})") from None
+    for name in meta.bpe_files():
+        shutil.copyfile(loaded.model_dir / name, directory / name)
+    config = to_dict(loaded.config)
+    manifest = {
+        "format": FORMAT, "version": FORMAT_VERSION, "mtkit_version": __version__,
+        "checkpoint": str(loaded.checkpoint.resolve()), "quantization": quantization, "max_positions": rows,
+        "tokenize": {
+            "method": "sentencepiece", "source_model": meta.src_bpe, "target_model": meta.tgt_bpe,
+            "source_bos": False, "source_eos": False, "decoder_start": tgt_pieces[BOS_ID],
+            "how": "encode each source line with source_model into pieces (no BOS/EOS added); translate "
+                   "the pieces; decode the output pieces (without </s>) with target_model",
+        },
+        "special_tokens": {"pad": tgt_pieces[PAD_ID], "unk": tgt_pieces[UNK_ID], "bos": tgt_pieces[BOS_ID],
+                           "eos": tgt_pieces[EOS_ID]},
+        "meta": meta.to_dict(),
+        "config": {"model": config["model"], "decoding": config["decoding"]},
+    }
+    (directory / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
+                                      encoding="utf-8")
+
+
+def transformer_spec(loaded: LoadedModel, src_pieces: list[str], tgt_pieces: list[str], rows: int | None,
+                     ct2: Any) -> Any:
+    """The ``ctranslate2.specs.TransformerSpec`` of an mtkit Transformer, every tensor accounted for."""
+    from ctranslate2.specs import common_spec
+    from ctranslate2.specs.transformer_spec import TransformerSpec
+
+    net, m = loaded.model, loaded.config.model
+    state = {name: t.detach().float().cpu() for name, t in net.state_dict().items()}
+    used: set[str] = set()
+
+    def take(name: str) -> np.ndarray:
+        used.add(name)
+        return np.ascontiguousarray(state[name].numpy())
+
+    def linear(spec: Any, name: str, bias: bool = True) -> None:
+        spec.weight = take(f"{name}.weight")
+        if bias:
+            spec.bias = take(f"{name}.bias")
+
+    def norm(spec: Any, name: str) -> None:
+        spec.gamma, spec.beta = take(f"{name}.weight"), take(f"{name}.bias")
+
+    def attention(spec: Any, name: str, self_attention: bool) -> None:
+        if self_attention:
+            linear(spec.linear[0], f"{name}.qkv")  # fused [W_q; W_k; W_v], CTranslate2's layout too
+        else:
+            linear(spec.linear[0], f"{name}.q_proj")
+            linear(spec.linear[1], f"{name}.kv")  # fused [W_k; W_v]
+        linear(spec.linear[-1], f"{name}.out_proj")
+        if self_attention and m.positions == "relative":  # Shaw et al.: tables shared by the heads
+            spec.relative_position_keys = take(f"{name}.relative.key_table.weight")
+            spec.relative_position_values = take(f"{name}.relative.value_table.weight")
+
+    def ffn(spec: Any, name: str) -> None:
+        linear(spec.linear_0, f"{name}.ffn.fc1")
+        linear(spec.linear_1, f"{name}.ffn.fc2")
+        norm(spec.layer_norm, f"{name}.ffn_res.norm")
+
+    activation = common_spec.Activation.GELU if m.activation == "gelu" else common_spec.Activation.RELU
+    spec = TransformerSpec.from_config((m.encoder_layers, m.decoder_layers), m.heads,
+                                       with_relative_position=m.positions == "relative",
+                                       pre_norm=m.norm == "pre", activation=activation,
+                                       alignment_layer=-1, alignment_heads=m.heads)  # mean of all heads
+    enc, dec = spec.encoder, spec.decoder
+    enc.embeddings[0].weight = take("src_embed.weight")
+    dec.embeddings.weight = take("tgt_embed.weight")
+    linear(dec.projection, "output_proj", bias=False)
+    if m.positions == "sinusoidal":
+        assert rows is not None
+        table = np.ascontiguousarray(net.positions(rows).float().cpu().numpy())  # interleaved sin/cos
+        enc.position_encodings.encodings = table
+        dec.position_encodings.encodings = table
+    elif m.positions == "learned":
+        enc.position_encodings.encodings = take("src_positions.embedding.weight")
+        dec.position_encodings.encodings = take("positions.embedding.weight")
+    for i, layer in enumerate(enc.layer):
+        name = f"encoder_layers.{i}"
+        attention(layer.self_attention, f"{name}.self_attn", True)
+        norm(layer.self_attention.layer_norm, f"{name}.self_res.norm")
+        ffn(layer.ffn, name)
+    for i, layer in enumerate(dec.layer):
+        name = f"decoder_layers.{i}"
+        attention(layer.self_attention, f"{name}.self_attn", True)
+        norm(layer.self_attention.layer_norm, f"{name}.self_res.norm")
+        attention(layer.attention, f"{name}.cross_attn", False)
+        norm(layer.attention.layer_norm, f"{name}.cross_res.norm")
+        ffn(layer.ffn, name)
+    if m.norm == "pre":
+        norm(enc.layer_norm, "encoder_norm")
+        norm(dec.layer_norm, "decoder_norm")
+    left = sorted(set(state) - used)
+    if left:
+        raise MtkitError(f"export: {loaded.checkpoint}: tensors {', '.join(left[:5])} have no place in a "
+                         "CTranslate2 Transformer; nothing was written")
+    for side, pieces, size in (("source", src_pieces, len(state["src_embed.weight"])),
+                               ("target", tgt_pieces, len(state["tgt_embed.weight"]))):
+        if len(pieces) != size:
+            raise MtkitError(f"export: the {side} sentencepiece model has {len(pieces)} pieces but the model "
+                             f"{size} embeddings; nothing was written")
+    spec.register_source_vocabulary(src_pieces)
+    spec.register_target_vocabulary(tgt_pieces)
+    return spec
+
+
+def _pieces(path: Path) -> list[str]:
+    bpe = Bpe(path)
+    return bpe.id_to_piece(list(range(len(bpe))))
+
+
+# ------------------------------------------------------------------------------------- outputs
+def _check_output(output: Path, fmt: str) -> None:
+    """Never overwrite what is not ours: a ct2 target must be absent, empty, or an earlier export."""
+    if fmt == "ct2":
+        if output.is_file():
+            raise ConfigError(f"--output {output} is a file; a CTranslate2 model is a directory")
+        if output.is_dir() and any(output.iterdir()) and not is_exported(output):
+            raise ConfigError(f"--output {output} is a directory holding something other than an exported "
+                              "model; choose a new or empty directory")
+    elif output.is_dir():
+        raise ConfigError(f"--output {output} is a directory; --format argos writes one file "
+                          "(NAME.argosmodel)")
+
+
+def _swap_in(built: Path, output: Path) -> None:
+    """Rename the finished directory into place (an earlier export there is replaced only then)."""
+    if not output.exists():
+        os.replace(built, output)
+        return
+    old = output.with_name(f".{output.name}.{os.getpid()}.old")
+    os.replace(output, old)
+    os.replace(built, output)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _package_argos(loaded: LoadedModel, model: Path, stage: Path) -> Path:
+    """Zip an Argos Translate package: one top directory with metadata.json, model/ (CTranslate2),
+    sentencepiece.model and README.md, as `argostranslate.package.install_from_path` expects."""
+    meta = loaded.meta
+    name = f"translate-{meta.src_lang}_{meta.tgt_lang}-1_0"
+    root = stage / name
+    root.mkdir()
+    os.replace(model, root / "model")
+    shutil.copyfile(root / "model" / meta.src_bpe, root / "sentencepiece.model")
+    src, tgt = meta.src_lang, meta.tgt_lang
+    metadata = {
+        "package_version": "1.0", "argos_version": "1.9.0", "type": "translate",
+        "name": f"{src}→{tgt} (mtkit)", "code": f"translate-{src}_{tgt}",
+        "from_code": src, "from_name": src, "to_code": tgt, "to_name": tgt, "links": [],
+    }
+    (root / "metadata.json").write_text(json.dumps(metadata, indent=2, ensure_ascii=False) + "\n",
+                                        encoding="utf-8")
+    (root / "README.md").write_text(
+        f"# {meta.src_lang} → {meta.tgt_lang}\n\nA Transformer trained with mtkit {__version__} and exported "
+        f"from {loaded.checkpoint.name} with `mtkit export --format argos`.\n", encoding="utf-8")
+    archive = stage / f"{name}.argosmodel"
+    with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(root.rglob("*")):
+            zf.write(path, path.relative_to(stage).as_posix())
+    return archive
+
+
+__all__ = ["FORMATS", "QUANTIZATIONS", "check_expressible", "position_rows", "run_export", "transformer_spec",
+           "write_ct2"]

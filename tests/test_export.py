@@ -1,0 +1,353 @@
+"""`mtkit export` and the ct2 engine: an exported model computes what the original computes, translates
+like `mtkit translate --precision fp32` line for line, keeps every guarantee of `mtkit translate`, and
+a model CTranslate2 cannot express is refused with one line.
+
+Models are tiny: random ones (every architecture option, weights and norms perturbed so that no
+tensor is an identity) for the converter, and one trained for a few seconds to copy its input for the
+search. Tests that need ctranslate2 (or argostranslate) are skipped when it is not installed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import random
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from mtkit.bpe import Bpe, train_bpe
+from mtkit.checkpoint import save_checkpoint
+from mtkit.config import Config, ModelConfig, to_dict
+from mtkit.ct2 import MANIFEST, is_exported
+from mtkit.errors import ConfigError, MtkitError
+from mtkit.export import check_expressible, run_export
+from mtkit.loader import load_model, resolve_engine
+from mtkit.models import build_model
+from mtkit.train.trainer import train
+from mtkit.translator import Translator
+
+sys.path.insert(0, str(Path(__file__).parent))
+from train_helpers import make_data_dir, tiny_config  # noqa: E402
+
+needs_ct2 = pytest.mark.skipif(importlib.util.find_spec("ctranslate2") is None,
+                               reason="ctranslate2 is not installed (pip install 'mtkit[ct2]')")
+WORDS = ["the", "house", "is", "small", ".", "a", "cat", "sat", "on", "mat", "!", "where", "are", "you",
+         "going", "?", "we", "like", "green", "tea", "and", "bread", "every", "day", ",", "but", "not"]
+VARIANTS = {
+    "post-norm, sinusoidal, tied": {},
+    "pre-norm, learned positions": {"norm": "pre", "positions": "learned", "max_positions": 64},
+    "relative positions, gelu": {"positions": "relative", "max_relative_distance": 3, "activation": "gelu"},
+    "separate vocabularies, untied": {"tie_embeddings": False, "share_all_embeddings": False},
+}
+
+
+def exact(model: Path, **options) -> Translator:
+    """One thread, fp32, CPU: both engines' results then do not depend on batching."""
+    return Translator(model, device="cpu", threads=1, precision="fp32", **options)
+
+
+def random_model(root: Path, bpe_dir: Path, joint: bool = True, arch: str = "transformer", **model) -> Path:
+    """A model directory with a random model; every weight, LayerNorm included, is perturbed away
+    from its initial value so that a swapped or dropped tensor changes the output."""
+    root.mkdir(parents=True)
+    src, tgt = ("bpe.model", "bpe.model") if joint else ("src.model", "tgt.model")
+    for name in {src, tgt}:
+        (root / name).write_bytes((bpe_dir / name).read_bytes())
+    sizes = len(Bpe(root / src)), len(Bpe(root / tgt))
+    cfg = Config()
+    cfg.model = ModelConfig(arch=arch, d_model=32, heads=4, d_ff=48, encoder_layers=2, decoder_layers=2,
+                            emb_dim=16, hidden_size=32, dropout=0.0, **model)
+    torch.manual_seed(0)
+    net = build_model(cfg.model, *sizes, joint)
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+    meta = {"src_lang": "en", "tgt_lang": "de", "joint": joint, "src_bpe": src, "tgt_bpe": tgt,
+            "src_vocab_size": sizes[0], "tgt_vocab_size": sizes[1]}
+    save_checkpoint({"model": net.state_dict(), "config": to_dict(cfg), "vocab": meta},
+                    root / "checkpoint_best.pt")
+    (root / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    return root
+
+
+def sentences(n: int, seed: int = 1) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 12))) for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def bpe_dir(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("bpe")
+    corpus = root / "corpus.txt"
+    corpus.write_text("\n".join(sentences(300, seed=0)) + "\n", encoding="utf-8")
+    for name, size in (("bpe", 60), ("src", 60), ("tgt", 45)):
+        train_bpe([str(corpus)], str(root / name), vocab_size=size)
+    return root
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> tuple[Path, Path, list[str]]:
+    """(model dir, its float32 export, input lines): a Transformer trained for a few seconds to copy
+    its input, so that its translations are neither empty nor degenerate."""
+    root = tmp_path_factory.mktemp("trained")
+    data = make_data_dir(root, n_train=600, n_dev=20, random_ids=(3, 10), vocab_size=24)
+    train(tiny_config(data, root / "model", max_steps=300, validate_every=1000, log_every=1000))
+    lines = (root / "corpus.txt").read_text(encoding="utf-8").splitlines()[:24]
+    exported = run_export(root / "model", root / "ct2") if importlib.util.find_spec("ctranslate2") else root
+    return root / "model", exported, lines
+
+
+HOSTILE = ["", "   ", "a\x00b\x07c\td\re", "ab " * 40]  # empty, blank, control characters, long
+
+
+# ------------------------------------------------------------------------------------- converter
+@needs_ct2
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_exported_model_computes_the_same_log_probabilities(variant, bpe_dir, tmp_path):
+    options = VARIANTS[variant]
+    joint = options.get("share_all_embeddings", True)
+    model_dir = random_model(tmp_path / "m", bpe_dir, joint=joint, **options)
+    exported = run_export(model_dir, tmp_path / "ct2")
+    import ctranslate2
+
+    loaded = load_model(model_dir)
+    src_bpe, tgt_bpe = Bpe(model_dir / loaded.meta.src_bpe), Bpe(model_dir / loaded.meta.tgt_bpe)
+    sources, targets = src_bpe.encode_ids(sentences(6, 2)), tgt_bpe.encode_ids(sentences(6, 3))
+    ct2 = ctranslate2.Translator(str(exported), compute_type="float32", intra_threads=1)
+    scored = ct2.score_batch([src_bpe.id_to_piece(s) for s in sources],
+                             [tgt_bpe.id_to_piece(t) for t in targets])
+    for src, tgt, result in zip(sources, targets, scored, strict=True):
+        with torch.no_grad():
+            logits, _ = loaded.model(torch.tensor([src]), torch.tensor([[2, *tgt]]))
+        log_probs = torch.log_softmax(logits.float(), -1)[0]
+        expected = log_probs.gather(1, torch.tensor([[*tgt, 3]]).t()).squeeze(1)  # the reference, then EOS
+        assert torch.allclose(torch.tensor(result.log_probs), expected, atol=1e-4), variant
+    lines = sentences(6, 4)  # step-by-step decoding: cached positions, relative distances, the limit
+    assert exact(exported, beam_size=1).translate(lines) == exact(model_dir, beam_size=1).translate(lines)
+
+
+@needs_ct2
+def test_export_writes_the_model_its_tokenizer_and_a_manifest(trained):
+    _, exported, _ = trained
+    assert is_exported(exported)
+    for name in ("model.bin", "config.json", "shared_vocabulary.json", "bpe.model", MANIFEST):
+        assert (exported / name).is_file(), name
+    manifest = json.loads((exported / MANIFEST).read_text(encoding="utf-8"))
+    assert manifest["tokenize"]["source_model"] == manifest["tokenize"]["target_model"] == "bpe.model"
+    assert manifest["special_tokens"] == {"pad": "<pad>", "unk": "<unk>", "bos": "<s>", "eos": "</s>"}
+    assert manifest["quantization"] == "float32" and manifest["config"]["model"]["arch"] == "transformer"
+
+
+def test_rnn_is_refused_with_one_line_and_nothing_written(bpe_dir, tmp_path):
+    model_dir = random_model(tmp_path / "rnn", bpe_dir, arch="rnn")
+    with pytest.raises(MtkitError) as info:
+        run_export(model_dir, tmp_path / "out")
+    message = str(info.value)
+    assert "model.arch=rnn" in message and "\n" not in message
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_option_ctranslate2_lacks_is_named():
+    with pytest.raises(MtkitError, match=r"model\.norm='sandwich'"):
+        check_expressible(dataclasses.replace(ModelConfig(), norm="sandwich"))  # type: ignore[arg-type]
+    check_expressible(ModelConfig(norm="pre", positions="relative", activation="gelu"))
+
+
+@needs_ct2
+def test_output_that_is_not_an_export_is_never_overwritten(trained, tmp_path):
+    model_dir, _, _ = trained
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "keep.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="choose a new or empty directory"):
+        run_export(model_dir, tmp_path / "notes")
+    assert (tmp_path / "notes" / "keep.txt").read_text() == "mine"
+    first = run_export(model_dir, tmp_path / "again")
+    (first / "stale.txt").write_text("from the first export")
+    run_export(model_dir, tmp_path / "again")  # an earlier export is replaced whole
+    assert is_exported(tmp_path / "again") and not (tmp_path / "again" / "stale.txt").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+# ----------------------------------------------------------------------------------------- engine
+def test_engine_is_decided_by_the_directory(trained, tmp_path):
+    model_dir, _, _ = trained
+    fake = tmp_path / "exported"
+    fake.mkdir()
+    (fake / MANIFEST).write_text("{}")
+    (fake / "model.bin").write_bytes(b"")
+    assert resolve_engine(model_dir) == "torch" and resolve_engine(fake) == "ct2"
+    with pytest.raises(ConfigError, match="--engine torch"):
+        resolve_engine(fake, "torch")
+    with pytest.raises(ConfigError, match="mtkit export"):
+        resolve_engine(model_dir, "ct2")
+
+
+def test_without_ctranslate2_torch_works_and_ct2_says_how_to_install(trained, tmp_path, monkeypatch):
+    model_dir, _, lines = trained
+    monkeypatch.setitem(sys.modules, "ctranslate2", None)  # import ctranslate2 now fails
+    with pytest.raises(MtkitError, match=r"pip install 'mtkit\[ct2\]'"):
+        run_export(model_dir, tmp_path / "out")
+    assert len(exact(model_dir, beam_size=1).translate(lines[:3])) == 3
+
+
+@needs_ct2
+@pytest.mark.parametrize("settings", [{"beam_size": 1}, {"beam_size": 4},
+                                      {"beam_size": 4, "overrides": ["decoding.length_norm=none"]}],
+                         ids=["greedy", "beam4", "beam4-no-length-norm"])
+def test_outputs_equal_torch_fp32_line_for_line(trained, settings):
+    model_dir, exported, lines = trained
+    lines = lines + HOSTILE
+    settings = dict(settings)
+    overrides = [*settings.pop("overrides", []), "decoding.max_input_tokens=24"]  # the long line is split
+    torch_run = exact(model_dir, overrides=overrides, **settings).translate_hypotheses(lines, True)
+    ct2 = exact(exported, overrides=overrides, **settings)
+    assert ct2.engine == "ct2"
+    ct2_run = ct2.translate_hypotheses(lines, need_attention=True)
+    assert [t.text for t in ct2_run] == [t.text for t in torch_run]
+    assert sum(bool(t.text) for t in torch_run) >= len(lines) - 2  # not a degenerate model
+    for a, b in zip(torch_run, ct2_run, strict=True):
+        if a.hypotheses:
+            assert b.hypotheses[0].token_ids == a.hypotheses[0].token_ids
+            assert b.hypotheses[0].alignment == a.hypotheses[0].alignment  # mean of the last layer's heads
+            # CTranslate2 renormalises after blocking <pad> and <s>: log-probabilities differ a little
+            assert b.hypotheses[0].log_prob == pytest.approx(a.hypotheses[0].log_prob, rel=0.05, abs=0.1)
+
+
+@needs_ct2
+@pytest.mark.parametrize("beam", [1, 3])
+def test_every_sentence_keeps_its_own_length_limit(trained, beam):
+    model_dir, exported, lines = trained
+    overrides = ["decoding.max_len_a=0.5", "decoding.max_len_b=1"]  # most sentences reach the limit
+    ct2 = exact(exported, beam_size=beam, overrides=overrides)
+    bpe = Bpe(exported / "bpe.model")
+    for line, tr in zip(lines, ct2.translate_hypotheses(lines), strict=True):
+        assert len(tr.hypotheses[0].token_ids) <= int(0.5 * len(bpe.encode_ids([line])[0]) + 1)
+    if beam == 1:  # greedy search is cut where mtkit forces EOS: the same text, and EOS is scored
+        reference = exact(model_dir, beam_size=1, overrides=overrides).translate_hypotheses(lines)
+        for a, b in zip(reference, ct2.translate_hypotheses(lines), strict=True):
+            assert b.text == a.text
+            assert b.hypotheses[0].log_prob == pytest.approx(a.hypotheses[0].log_prob, rel=0.05, abs=0.1)
+
+
+@needs_ct2
+def test_nbest_lists_and_scores_through_the_python_api(trained):
+    _, exported, lines = trained
+    ct2 = exact(exported, beam_size=4, nbest=3)
+    found = ct2.translate_hypotheses(lines[:6])
+    assert [t.text for t in found] == ct2.translate(lines[:6])
+    for tr in found:
+        scores = [h.score for h in tr.hypotheses]
+        assert len(scores) == 3 and scores == sorted(scores, reverse=True)
+        assert all(h.log_prob <= 0 and h.tokens for h in tr.hypotheses)
+
+
+@needs_ct2
+def test_int8_export_loads_and_translates(trained, tmp_path):
+    model_dir, exported, lines = trained
+    int8 = run_export(model_dir, tmp_path / "int8", quantization="int8")
+    assert (int8 / "model.bin").stat().st_size < (exported / "model.bin").stat().st_size
+    got = Translator(int8, device="cpu", threads=1).translate(lines + HOSTILE)
+    assert len(got) == len(lines) + len(HOSTILE)
+    reference = exact(exported).translate(lines)
+    assert sum(a == b for a, b in zip(got[:len(lines)], reference, strict=True)) >= len(lines) * 0.7
+
+
+@needs_ct2
+def test_options_the_engine_cannot_honour_are_refused(trained, bpe_dir, tmp_path):
+    _, exported, _ = trained
+    with pytest.raises(ConfigError, match="--seed"):
+        exact(exported, sample=True, seed=1)
+    with pytest.raises(ConfigError, match="--ensemble"):
+        exact(exported, ensemble=[exported])
+    two_layers = run_export(random_model(tmp_path / "m", bpe_dir), tmp_path / "ct2")
+    with pytest.raises(ConfigError, match="--attention-layer 0"):
+        exact(two_layers, attention_layer=0)
+
+
+@needs_ct2
+def test_ct2_engine_leaves_process_settings_alone(trained):
+    _, exported, lines = trained
+    before = torch.get_num_threads()
+    Translator(exported, device="cpu", threads=2).translate(lines[:4])
+    assert torch.get_num_threads() == before
+
+
+# -------------------------------------------------------------------------------------------- CLI
+def mtkit(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mtkit", *args], capture_output=True, text=True, input=stdin,
+                          timeout=120)
+
+
+def one_error(proc: subprocess.CompletedProcess, fragment: str) -> None:
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], proc.stderr
+
+
+@needs_ct2
+def test_cli_export_then_translate_the_exported_directory(trained, tmp_path):
+    model_dir, _, lines = trained
+    out = tmp_path / "exported"
+    done = mtkit("export", "-m", str(model_dir), "-o", str(out), "--format", "ct2")
+    assert done.returncode == 0, done.stderr
+    text = "\n".join(lines[:5] + HOSTILE) + "\n"
+    plots = tmp_path / "plots"
+    proc = mtkit("translate", "-m", str(out), "--beam", "4", "--nbest", "2", "--json", "--attention-plot",
+                 str(plots), "--attention-plot-max", "1", stdin=text)
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [r["index"] for r in records] == list(range(len(lines[:5] + HOSTILE)))
+    assert all(len(r["nbest"]) == 2 and r["alignment"] for r in records[:5])
+    assert records[5]["text"] == ""  # an empty line stays an empty line
+    assert [p.name for p in plots.iterdir()] == ["attention-000000.png"]  # the mean of the heads
+    one_error(mtkit("translate", "-m", str(out), "--attention-plot", str(plots), "--attention-head", "1",
+                    stdin="a\n"), "averaged over the heads")
+
+
+# ------------------------------------------------------------------------------------------ Argos
+_ARGOS = textwrap.dedent("""
+    import json, os, sys
+    home = sys.argv[2]
+    for key in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME"):
+        os.environ[key] = os.path.join(home, key.lower())
+    os.environ["ARGOS_PACKAGES_DIR"] = os.path.join(home, "packages")
+    import argostranslate.package, argostranslate.sbd, argostranslate.translate
+    # Argos downloads a sentence splitter at first use; offline, each input is one sentence
+    argostranslate.sbd.MiniSBDSentencizer.split_sentences = lambda self, text: [text]
+    argostranslate.package.install_from_path(sys.argv[1])
+    lines = json.loads(sys.stdin.read())
+    print(json.dumps([argostranslate.translate.translate(line, "xx", "yy") for line in lines]))
+""")
+
+
+@needs_ct2
+@pytest.mark.skipif(importlib.util.find_spec("argostranslate") is None,
+                    reason="argostranslate is not installed")
+def test_argos_package_installs_and_translates(trained, tmp_path):
+    model_dir, exported, lines = trained
+    package = run_export(model_dir, tmp_path / "xx_yy.argosmodel", fmt="argos")
+    with zipfile.ZipFile(package) as zf:
+        names = zf.namelist()
+        top = names[0].split("/")[0]
+        metadata = json.loads(zf.read(f"{top}/metadata.json"))
+    assert {f"{top}/model/model.bin", f"{top}/sentencepiece.model"} <= set(names)
+    assert all(name.startswith(top + "/") for name in names)
+    assert (metadata["from_code"], metadata["to_code"]) == ("xx", "yy")
+    assert metadata["package_version"] and metadata["name"]
+    proc = subprocess.run([sys.executable, "-c", _ARGOS, str(package), str(tmp_path / "home")],
+                          input=json.dumps(lines[:6]), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.splitlines()[-1]) == exact(exported, beam_size=4).translate(lines[:6])
+
+
+def test_argos_refuses_separate_vocabularies(bpe_dir, tmp_path):
+    model_dir = random_model(tmp_path / "m", bpe_dir, joint=False, share_all_embeddings=False)
+    with pytest.raises(ConfigError, match="--format argos"):
+        run_export(model_dir, tmp_path / "m.argosmodel", fmt="argos")

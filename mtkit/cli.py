@@ -319,7 +319,7 @@ def config_keys(
     from rich.console import Console
     from rich.table import Table
 
-    from mtkit.config import describe_keys
+    from mtkit.config_docs import describe_keys
 
     table = Table("key", "type", "default", "meaning")
     for row in describe_keys():

@@ -78,6 +78,8 @@ class BpeConfig:
                     "into data.dir.")
     src_model: str = _f("", "Existing source model to reuse when joint is false (else one is trained).")
     tgt_model: str = _f("", "Existing target model to reuse when joint is false (else one is trained).")
+    model_from: str = _f("", "Copy the BPE model(s) of a trained model (its directory or a .model file) "
+                         "instead of training: the vocabulary a fine-tune of it (training.init_from) needs.")
     seed: int = _f(1, "Seed for sampling the BPE training sentences.")
 
 
@@ -188,6 +190,15 @@ class TrainingConfig:
     ss_min: float = _f(0.75, "Lowest probability of feeding the gold token.", 0, 1)
     diversity_penalty: float = _f(0.0, "Weight of the multi-head diversity penalty ||AA^T - I||^2.", 0)
     max_nonfinite: int = _f(5, "Abort after this many consecutive non-finite losses.", 1)
+    # fine-tuning (docs/finetune.md)
+    init_from: str = _f("", "Start from a trained model's weights (model dir or checkpoint file), keeping "
+                        "its architecture and vocabulary; read when the run starts; recorded as that file.")
+    init_from_sha256: str = _f("", "SHA-256 of the init_from checkpoint, recorded by `mtkit train`; when "
+                               "set, the parent must match it.")
+    init_keep: list[Literal["optimizer", "schedule", "step"]] = _f(
+        [], "With init_from, also carry over the optimizer state, the LR schedule's place, the step count.")
+    freeze: list[Literal["embeddings", "encoder", "decoder", "output"]] = _f(
+        [], "Parameter groups left untrained (tied embeddings and output projection are one tensor).")
 
 
 @dataclass
@@ -398,19 +409,3 @@ def save_config(cfg: Config, path: str | Path) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # atomic: a reader never sees half a file
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
-
-
-def describe_keys() -> list[tuple[str, str, str, str]]:
-    """(key, type, default, doc) for every config key: the source of docs/config.md."""
-    rows = []
-    for section, cls in SECTIONS.items():
-        hints = typing.get_type_hints(cls)
-        for f in dataclasses.fields(cls):
-            tp = hints[f.name]
-            if typing.get_origin(tp) is Literal:
-                tname = "|".join(map(str, typing.get_args(tp)))
-            else:
-                tname = getattr(tp, "__name__", str(tp))
-            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-            rows.append((f"{section}.{f.name}", tname, repr(default), f.metadata.get("doc", "")))
-    return rows

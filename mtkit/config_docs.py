@@ -1,7 +1,7 @@
 """docs/config.md, rendered from the typed config so the key tables cannot go stale.
 
 ``render_markdown()`` is what ``mtkit config-keys --markdown`` prints: one Markdown table per config
-section (key | type | default | meaning), built from ``mtkit.config.describe_keys()`` and the
+section (key | type | default | meaning), built from ``describe_keys()`` and the
 sections' own docstrings and value ranges. tests/test_docs.py checks that docs/config.md equals it.
 """
 
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import typing
+from typing import Literal
 
 from mtkit import config
 
@@ -21,6 +23,22 @@ read as YAML scalars). A range after the type is checked when the config is load
 file works in general: [data.md](data.md#the-config-file-in-general); what the keys do, stage by
 stage: [data.md](data.md), [models.md](models.md), [training.md](training.md),
 [translate.md](translate.md)."""
+
+
+def describe_keys() -> list[tuple[str, str, str, str]]:
+    """(key, type, default, doc) for every config key: the source of docs/config.md."""
+    rows = []
+    for section, cls in config.SECTIONS.items():
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            tp = hints[f.name]
+            if typing.get_origin(tp) is Literal:
+                tname = "|".join(map(str, typing.get_args(tp)))
+            else:
+                tname = getattr(tp, "__name__", str(tp))
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+            rows.append((f"{section}.{f.name}", tname, repr(default), f.metadata.get("doc", "")))
+    return rows
 
 
 def _cell(text: str) -> str:
@@ -63,7 +81,7 @@ def _section_docs() -> dict[str, str]:
 
 def render_markdown() -> str:
     """docs/config.md: a header, then one table per section, in the order of the config."""
-    rows = config.describe_keys()
+    rows = describe_keys()
     ranges, section_docs = _ranges(), _section_docs()
     by_section: dict[str, list[tuple[str, str, str, str]]] = {}
     for row in rows:

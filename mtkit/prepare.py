@@ -5,7 +5,8 @@ appended to the shard files, so memory holds one batch and the output offsets, n
 Steps, cheapest and most likely to fail first, so a bad corpus is rejected in seconds:
 
 1. scan every input pair once at block speed: equal line counts, valid UTF-8 (file:line named);
-2. train the BPE model(s) on the training text, or copy the given ones into the data directory;
+2. train the BPE model(s) on the training text, or copy the given ones (bpe.model, or those of a
+   trained model: bpe.model_from) into the data directory;
 3. encode each split, drop bad training pairs (counted by reason), write shards;
 4. write the resolved config, then meta.json last: a directory without meta.json is incomplete.
 
@@ -41,7 +42,7 @@ from rich.text import Text
 
 from mtkit import __version__
 from mtkit.bpe import Bpe, train_bpe
-from mtkit.config import CONFIG_FILE, Config, DataConfig, save_config
+from mtkit.config import CONFIG_FILE, BpeConfig, Config, DataConfig, save_config
 from mtkit.data.meta import META_FILE, DataMeta, read_meta, write_meta
 from mtkit.data.shards import ShardWriter, token_dtype
 from mtkit.errors import ConfigError, DataError, MtkitError
@@ -183,8 +184,38 @@ def _digest(payload: Any) -> str:
 
 
 def _given_models(cfg: Config) -> list[str]:
-    b = cfg.bpe
-    return [m for m in ((b.model,) if b.joint else (b.src_model, b.tgt_model)) if m]
+    joint, src, tgt = reused_models(cfg.bpe)
+    return [m for m in ((joint,) if cfg.bpe.joint else (src, tgt)) if m]
+
+
+def reused_models(b: BpeConfig) -> tuple[str, str, str]:
+    """(joint, source, target) BPE models to copy rather than train: bpe.model / src_model / tgt_model
+    as given, or the ones of the model that bpe.model_from names, so that new data is encoded exactly
+    as a parent model expects it (fine-tuning)."""
+    if not b.model_from:
+        return b.model, b.src_model, b.tgt_model
+    if b.model or b.src_model or b.tgt_model:
+        raise ConfigError("bpe.model_from and bpe.model / bpe.src_model / bpe.tgt_model both name BPE "
+                          "models: give one of them")
+    given = Path(b.model_from)
+    if given.suffix == ".model" and given.is_file():
+        if not b.joint:
+            raise ConfigError(f"bpe.model_from: {given} is one joint model but bpe.joint is false; set "
+                              "bpe.joint: true (or give a model directory with separate models)")
+        return str(given), "", ""
+    directory = given.parent if given.is_file() else given
+    if not (directory / META_FILE).is_file():
+        raise ConfigError(f"bpe.model_from: {given} is not a .model file, a model directory or a checkpoint "
+                          f"in one (no {directory / META_FILE})")
+    meta = read_meta(directory)
+    if meta.joint != b.joint:
+        kind = "a joint vocabulary" if meta.joint else "separate source and target vocabularies"
+        raise ConfigError(f"bpe.model_from: {directory} has {kind}; set bpe.joint: {str(meta.joint).lower()}")
+    src, tgt = directory / meta.src_bpe, directory / meta.tgt_bpe
+    for model in (src, tgt):
+        if not model.is_file():
+            raise ConfigError(f"bpe.model_from: {model} not found (named in {directory / META_FILE})")
+    return (str(src), "", "") if meta.joint else ("", str(src), str(tgt))
 
 
 def fingerprint(cfg: Config, splits: list[SplitInput]) -> str:
@@ -236,9 +267,10 @@ def bpe_plan(cfg: Config, train: SplitInput) -> list[tuple[str, str, list[str]]]
     if not b.joint and b.model:
         raise ConfigError("bpe.model is a joint model but bpe.joint is false; "
                           "set bpe.src_model and bpe.tgt_model, or bpe.joint: true")
+    joint, src, tgt = reused_models(b)
     if b.joint:
-        return [("bpe.model", b.model, [train.src, train.tgt])]
-    return [("src.model", b.src_model, [train.src]), ("tgt.model", b.tgt_model, [train.tgt])]
+        return [("bpe.model", joint, [train.src, train.tgt])]
+    return [("src.model", src, [train.src]), ("tgt.model", tgt, [train.tgt])]
 
 
 def prepare_bpe(cfg: Config, train: SplitInput, out: Path, console: Console,

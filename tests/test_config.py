@@ -11,12 +11,12 @@ import yaml
 from mtkit.config import (
     SECTIONS,
     Config,
-    describe_keys,
     from_dict,
     load_config,
     save_config,
     to_dict,
 )
+from mtkit.config_docs import describe_keys
 from mtkit.errors import ConfigError
 
 

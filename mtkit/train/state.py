@@ -2,7 +2,8 @@
 
 Everything a resumed run needs besides the model, optimizer, schedule, grad scaler and RNG states:
 the update counter, the position in the data (epoch, next batch), time spent, the validation history
-behind the kept step checkpoints, the best validation so far and the early-stopping count.
+behind the kept step checkpoints, the best validation so far and the early-stopping count; and, for a
+fine-tuned run (`mtkit.train.init_from`), where its LR schedule stands relative to its update counter.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ class TrainState:
     bad_validations: int = 0  # validations since the best (early stopping, plateau decay)
     last_valid: dict[str, Any] | None = None  # the last validation's full result
     validated_step: int = -1
+    # the LR of update s is the schedule's value at s + lr_offset: a fine-tune that keeps the parent's
+    # schedule but not its step counter continues the parent's LR curve (and vice versa restarts it)
+    lr_offset: int = 0
 
     def record_validation(self, metric: str, score: float | None) -> bool:
         """Count a validation at the current step; True when it is the new best. A score that is

@@ -10,13 +10,14 @@ The position in the data is (epoch, index of the next batch); together with the 
 schedule, RNG states and validation history it goes into ``checkpoint_last.pt``, so a resumed run
 continues exactly where the last checkpoint was taken. Dropout is also reseeded from
 (seed, rank, update) before every update, so the masks never depend on what ran before.
+A fine-tune (training.init_from, see `mtkit.train.init_from`) is such a run that starts from a parent's
+weights: its checkpoint_last.pt is written at once, so from there on it resumes like any other.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -27,15 +28,16 @@ from torch import nn
 
 from mtkit import checkpoint as files
 from mtkit.bpe import Bpe
-from mtkit.checkpoint import capture_rng_state, load_checkpoint, restore_rng_state, save_checkpoint
-from mtkit.config import Config, from_dict, to_dict
+from mtkit.config import Config
 from mtkit.data.batching import Batch, TokenBatchSampler, collate, sampler_for
 from mtkit.data.shards import ParallelData
 from mtkit.device import autocast, autocast_dtype, resolve_device, thread_count, threads
-from mtkit.errors import CheckpointError, DataError, MtkitError
+from mtkit.errors import DataError, MtkitError
 from mtkit.metrics_log import MetricsLog
 from mtkit.models import build_model
 from mtkit.textio import warn
+from mtkit.train import init_from
+from mtkit.train.checkpointing import Checkpointing
 from mtkit.train.distributed import (
     DistInfo,
     all_reduce_sum,
@@ -68,17 +70,21 @@ def train(cfg: Config, resume: bool | None = None) -> None:
     model_dir = Path(cfg.training.model_dir)
     if model_dir.exists() and not model_dir.is_dir():
         raise MtkitError(f"training.model_dir {model_dir} exists and is not a directory")
+    cfg, parent = init_from.resolve(cfg, resume)  # a fine-tune's mistakes surface before any write
     lock = files.locked(model_dir) if info.is_main else contextlib.nullcontext()
     with lock, threads(thread_count(cfg.training.threads, info.local_world_size)):
         init_distributed(info, device)
         try:
-            Trainer(cfg, info, device, resume).run()
+            Trainer(cfg, info, device, resume, parent).run()
         finally:
             shutdown_distributed()
 
 
-class Trainer:
-    def __init__(self, cfg: Config, info: DistInfo, device: torch.device, resume: bool | None):
+class Trainer(Checkpointing):
+    """One training run: data, model, optimizer, schedule and TrainState; ``run`` loops over updates."""
+
+    def __init__(self, cfg: Config, info: DistInfo, device: torch.device, resume: bool | None,
+                 parent: init_from.Parent | None = None):
         self.cfg, self.tc, self.info, self.device = cfg, cfg.training, info, device
         tc = self.tc
         self.model_dir = Path(tc.model_dir)
@@ -102,6 +108,7 @@ class Trainer:
         torch.manual_seed(tc.seed)
         self.model = build_model(cfg.model, self.meta.src_vocab_size, self.meta.tgt_vocab_size,
                                  self.meta.joint).to(device)
+        self.start_lines = [init_from.freeze(self.model, tc.freeze, cfg.model.arch)]  # before the optimizer
         self.autocast_dtype = autocast_dtype(tc.precision, device, setting="training.precision=")
         self.optimizer = make_optimizer(self.model, tc, device)
         self.fused = bool(self.optimizer.defaults.get("fused"))
@@ -115,6 +122,10 @@ class Trainer:
         self.state = TrainState(world_size=info.world_size, max_tokens=tc.max_tokens, seed=tc.seed)
         self.elapsed_before = 0.0  # training seconds of earlier processes (resumed runs)
         resume_step = self._maybe_resume(resume)
+        if resume_step is None and parent is not None:
+            self.start_lines += init_from.start_from_parent(parent, self.model, self.optimizer, self.schedule,
+                                                            self.scaler, self.state, self.meta, tc,
+                                                            info.world_size)
         self.train_model: nn.Module = self.model
         if info.enabled:
             from torch.nn.parallel import DistributedDataParallel
@@ -133,107 +144,13 @@ class Trainer:
         self.started = time.monotonic()
         self.display = TrainingDisplay(info.is_main)
         self._reset_log_counters()
+        if resume_step is None and parent is not None:
+            self._save_last()  # started: a restart resumes this run and needs the parent no more
 
     # ------------------------------------------------------------------------------------ setup
     def _load_tgt_bpe(self) -> Bpe | None:
         path = Path(self.cfg.data.dir) / self.meta.tgt_bpe
         return Bpe(path) if path.is_file() else None
-
-    def _maybe_resume(self, resume: bool | None) -> int | None:
-        last = self.model_dir / files.LAST
-        if resume is None:  # rank 0 decides, so that no rank resumes while another starts afresh
-            resume = bool(broadcast_object(last.is_file(), self.info))
-        if not resume:
-            if self.info.is_main and last.is_file():
-                warn(f"{self.model_dir} holds checkpoints of an earlier run: starting afresh "
-                     "(--no-resume) and removing them")
-                files.remove_checkpoints(self.model_dir)
-            return None
-        if not last.is_file():
-            raise CheckpointError(f"--resume: no {files.LAST} in {self.model_dir}")
-        self._load_state(load_checkpoint(last, map_location="cpu"), last)
-        st = self.state
-        if self.info.is_main:  # step files newer than the checkpoint came from the interrupted run
-            files.remove_checkpoints(self.model_dir, newer_than=st.step)
-            print(f"resuming from {last} at update {st.step} (epoch {st.epoch}, batch {st.batch})",
-                  file=sys.stderr, flush=True)
-        return st.step
-
-    def _load_state(self, state: dict[str, Any], path: Path) -> None:
-        for key in ("optimizer", "scheduler", "train_state", "rng"):
-            if key not in state:
-                raise CheckpointError(f"{path}: holds no training state ({key} missing); cannot resume")
-        if from_dict(state["config"]).model != self.cfg.model:
-            raise CheckpointError(f"{path}: was trained with a different model section of the config; "
-                                  "restore it or train into a new model_dir")
-        try:
-            self.model.load_state_dict(state["model"])
-            self.optimizer.load_state_dict(state["optimizer"])
-        except (RuntimeError, KeyError, ValueError) as exc:
-            reason = str(exc).splitlines()[0][:200]
-            raise CheckpointError(f"{path}: does not fit this model ({reason})") from None
-        self.schedule.load_state_dict(state["scheduler"])
-        if self.scaler is not None and state.get("scaler"):
-            self.scaler.load_state_dict(state["scaler"])
-        st = TrainState.from_dict(state["train_state"], str(path))
-        if (st.max_tokens, st.seed) != (self.tc.max_tokens, self.tc.seed):
-            warn("training.max_tokens or training.seed changed since the checkpoint: the epoch's batches "
-                 "differ, so the rest of this epoch does not continue the old order exactly")
-        if st.world_size != self.info.world_size:  # same global position, counted in this world's batches
-            st.batch = st.batch * st.world_size // self.info.world_size
-        st.world_size, st.max_tokens, st.seed = self.info.world_size, self.tc.max_tokens, self.tc.seed
-        self.state = st
-        self.elapsed_before = st.elapsed
-        restore_rng_state(state["rng"])
-
-    # ------------------------------------------------------------------------------ checkpoints
-    def _model_state(self, valid: dict[str, Any] | None) -> dict[str, Any]:
-        return {"model": self.model.state_dict(), "config": to_dict(self.cfg), "vocab": self.meta.to_dict(),
-                "step": self.state.step, "epoch": self.state.epoch, "metrics": {"valid": valid}}
-
-    def _check_finite_weights(self) -> None:
-        """No checkpoint may hold non-finite weights: stop before writing one (the last good
-        checkpoint stays, and resuming from it stays possible)."""
-        for name, tensor in self.model.state_dict().items():
-            if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-                raise MtkitError(
-                    f"training diverged: parameter {name} is not finite at update {self.state.step}; "
-                    f"no checkpoint was written (the last good one is kept). Lower training.lr or raise "
-                    f"training.warmup_steps, then resume or start afresh")
-
-    def _save_last(self) -> None:
-        if not self.info.is_main:
-            return
-        self._check_finite_weights()
-        self.state.elapsed = self._elapsed()
-        state = self._model_state(self.state.last_valid)
-        state.update({
-            "optimizer": self.optimizer.state_dict(),
-            "scheduler": self.schedule.state_dict(),
-            "scaler": self.scaler.state_dict() if self.scaler is not None else None,
-            "rng": capture_rng_state(),
-            "train_state": self.state.to_dict(),
-        })
-        save_checkpoint(state, self.model_dir / files.LAST)
-
-    def _keep_checkpoints(self, valid: dict[str, Any]) -> None:
-        """checkpoint_step{N}.pt when it ranks among the best k or the last N; the best; the last."""
-        self._check_finite_weights()
-        st = self.state
-        score = valid["score"] if valid["score"] is None or math.isfinite(valid["score"]) else None
-        st.history.append({"step": st.step, "score": score})
-        keep = files.steps_to_keep(st.history, valid["metric"], self.tc.keep_best, self.tc.keep_last)
-        step_file = files.step_path(self.model_dir, st.step)
-        if st.step in keep:
-            save_checkpoint(self._model_state(valid), step_file)
-        for h in st.history:
-            if h["step"] not in keep:
-                files.step_path(self.model_dir, h["step"]).unlink(missing_ok=True)
-        st.history = [h for h in st.history if h["step"] in keep]
-        unscored = st.best is None and score is None  # no dev set: the latest is the best there is
-        if (unscored or (st.best is not None and st.best.step == st.step)) and step_file.is_file():
-            files.copy_atomically(step_file, self.model_dir / files.BEST)
-        self._save_last()  # last, so that a kill in between is redone on resume
 
     # ------------------------------------------------------------------------------- validation
     def _autocast(self) -> contextlib.AbstractContextManager:
@@ -265,7 +182,7 @@ class Trainer:
             self.metrics.write({"event": "valid", "step": st.step, "epoch": st.epoch,
                                 "elapsed": round(self._elapsed(), 2), **result,
                                 "best_step": st.best.step if st.best else None,
-                                "lr": self.schedule(st.step)})
+                                "lr": self._lr()})
             self.display.log(valid_line(st.step, valid, st.best, metric))
         self.paused += time.monotonic() - start
         return stop
@@ -277,6 +194,10 @@ class Trainer:
     @property
     def step(self) -> int:
         return self.state.step
+
+    def _lr(self) -> float:
+        """The LR of the current update (a fine-tune's schedule may run ahead of or behind its counter)."""
+        return self.schedule(self.step + self.state.lr_offset)
 
     def _reset_log_counters(self) -> None:
         dev = self.device
@@ -293,7 +214,7 @@ class Trainer:
         """One optimizer update over `group` (update_freq batches)."""
         tc = self.tc
         self.state.step += 1
-        lr = self.schedule(self.step)
+        lr = self._lr()
         for g in self.optimizer.param_groups:
             g["lr"] = lr
         torch.manual_seed((tc.seed * 1_000_003 + self.info.rank * 7_919 + self.step) % (2 ** 63))
@@ -389,7 +310,7 @@ class Trainer:
         event = {
             "event": "train", "step": self.step, "epoch": self.state.epoch,
             "loss": loss_sum / ok_tokens if ok_tokens else float("nan"), "nll": nll,
-            "ppl": math.exp(min(nll, 100.0)) if ok_tokens else None, "lr": self.schedule(self.step),
+            "ppl": math.exp(min(nll, 100.0)) if ok_tokens else None, "lr": self._lr(),
             "tokens_per_s": tokens / seconds, "padding": 1.0 - real / padded if padded else 0.0,
             "elapsed": round(self._elapsed(), 2),
         }
@@ -491,3 +412,5 @@ class Trainer:
             f"train: {len(self.train_data):,} pairs, {len(self.sampler):,} batches/epoch per rank "
             f"(max_tokens {self.tc.max_tokens}, update_freq {self.tc.update_freq}), padding "
             f"{100 * self.sampler.padding_fraction(self.state.epoch):.1f}% | dev: {dev_pairs:,} pairs")
+        for line in filter(None, self.start_lines):
+            self.display.log(line)

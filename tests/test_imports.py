@@ -1,0 +1,146 @@
+"""The architecture holds: imports go cli → stages → library, models never reach sentencepiece or the
+CLI stack, and every module is a short file that says what it is for.
+
+The import rules are checked statically over whatever modules exist under mtkit/ (imports inside
+functions included, since a lazy import is still a dependency); the checker is itself tested on a
+small fake package so that a broken rule cannot pass unnoticed.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "mtkit"
+MAX_LINES = 420
+
+#: floor 2, one "files in → files out" job each; a package stage (train) is one stage
+STAGES = ("mtkit.prepare", "mtkit.train", "mtkit.translate", "mtkit.score", "mtkit.average",
+          "mtkit.export")
+#: floor 1: parses options and calls one stage; it alone may import stages
+CLI = ("mtkit.cli", "mtkit.__main__")
+#: imported by mtkit.models / mtkit.search they would make every model user pay for the CLI stack
+HEAVY = ("sentencepiece", "sacrebleu", "rich", "typer")
+
+
+# ------------------------------------------------------------------------------------ the checker
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules(root: Path) -> dict[str, Path]:
+    return {module_name(p, root): p for p in sorted(root.rglob("*.py"))}
+
+
+def imports(path: Path, name: str, known: set[str]) -> list[tuple[int, str]]:
+    """(line, imported mtkit module) for every import in the file, wherever it stands. ``from a import
+    b`` counts as importing ``a.b`` when that is a module, else ``a``."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolve against this module's package
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                found.append((node.lineno, sub if sub in known else base))
+    top = name.split(".")[0]
+    return [(line, target) for line, target in found if target == top or target.startswith(top + ".")]
+
+
+def stage_of(name: str, stages: tuple[str, ...], cli: tuple[str, ...]) -> str | None:
+    """The stage (or "cli") a module belongs to, None for the library."""
+    if name in cli:
+        return "cli"
+    for stage in stages:
+        if name == stage or name.startswith(stage + "."):
+            return stage
+    return None
+
+
+def violations(root: Path, stages: tuple[str, ...] = STAGES, cli: tuple[str, ...] = CLI) -> list[str]:
+    """Every import that breaks a rule, as "file:line imports X (why)"."""
+    prefix = root.name
+    found = modules(root)
+    known = set(found)
+    bad = []
+    for name, path in found.items():
+        here = stage_of(name, stages, cli)
+        for line, target in imports(path, name, known):
+            there = stage_of(target, stages, cli)
+            where = f"{path.relative_to(root.parent)}:{line} imports {target}"
+            if there == "cli" and here != "cli":
+                bad.append(f"{where} (only the CLI's entry points may import the CLI)")
+            elif there is not None and here is None:
+                bad.append(f"{where} (the library imports no stage)")
+            elif there is not None and here not in ("cli", there):
+                bad.append(f"{where} (a stage imports no other stage)")
+            models = f"{prefix}.models"
+            if (name == models or name.startswith(models + ".")) and (
+                    target == f"{prefix}.bpe" or target.startswith(f"{prefix}.bpe.")):
+                bad.append(f"{where} (models use {prefix}.vocab's ids, never the sentencepiece wrapper)")
+    return bad
+
+
+# -------------------------------------------------------------------------------------- the rules
+def test_import_directions_hold() -> None:
+    bad = violations(ROOT)
+    assert not bad, "imports against the architecture (docs: cli → stages → library):\n" + "\n".join(bad)
+
+
+def test_models_and_search_do_not_load_the_cli_stack() -> None:
+    code = ("import sys, mtkit.models, mtkit.models.base, mtkit.models.transformer, mtkit.models.rnn, "
+            "mtkit.models.ensemble, mtkit.models.summary, mtkit.search; "
+            f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT.parent)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [], f"importing mtkit.models / mtkit.search loaded {out.stdout.split()}"
+
+
+@pytest.mark.parametrize("path", sorted(ROOT.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_module_is_short_and_says_what_it_is_for(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert ast.get_docstring(ast.parse(text)), f"{path.relative_to(ROOT.parent)} has no opening docstring"
+    lines = len(text.splitlines())
+    assert lines <= MAX_LINES, f"{path.relative_to(ROOT.parent)} has {lines} lines (at most {MAX_LINES})"
+
+
+# ------------------------------------------------------------------------- the checker catches breaks
+def _package(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "pkg"
+    for rel, text in {"__init__.py": "", "models/__init__.py": "", "train/__init__.py": "", **files}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(f'"""doc."""\n{text}')
+    return root
+
+
+def test_checker_names_each_offending_import(tmp_path: Path) -> None:
+    root = _package(tmp_path, {
+        "cli.py": "from pkg.score import run\nimport pkg.train.loop\n",  # allowed: the CLI calls stages
+        "score.py": "def f():\n    from pkg import translate\n",  # stage → stage, inside a function
+        "translate.py": "from pkg.lib import x\n",  # stage → library: allowed
+        "lib.py": "import pkg.train.loop\n",  # library → stage
+        "bpe.py": "",
+        "models/rnn.py": "from ..bpe import Bpe\nfrom pkg import cli\n",  # models → bpe; → cli
+        "train/loop.py": "from pkg.train import helpers\n",  # inside one stage: allowed
+        "train/helpers.py": "",
+    })
+    stages = ("pkg.score", "pkg.translate", "pkg.train")
+    bad = violations(root, stages, ("pkg.cli",))
+    assert sorted(bad) == sorted([
+        "pkg/score.py:3 imports pkg.translate (a stage imports no other stage)",
+        "pkg/lib.py:2 imports pkg.train.loop (the library imports no stage)",
+        "pkg/models/rnn.py:2 imports pkg.bpe (models use pkg.vocab's ids, never the sentencepiece wrapper)",
+        "pkg/models/rnn.py:3 imports pkg.cli (only the CLI's entry points may import the CLI)",
+    ])

@@ -8,6 +8,12 @@ One run measures, on the Debian en→de corpus (DATA, default ../shared/data/deb
              fixed number of updates after a warm-up, read from the run's metrics.jsonl; peak RSS;
 * translate  sentences/s of greedy and beam-5 search on the test set, for the whole command and for the
              model alone (the whole command minus the same command on an empty input); peak RSS.
+* paragraphs whether a long line is translated whole: the first 600 test lines joined into paragraphs
+             of 10, 50 and 300 lines, translated (greedy) as paragraphs and line by line; the words of
+             the paragraph translation per word of the joined line translation, and both BLEUs against
+             the joined references. Many test lines are headings or messages without a final stop,
+             which no splitter can tell from the next line once joined; so the same again ("_marked")
+             with the first 600 lines that end with . ! ? and start with a capital or digit.
 
 Every stage runs as its own `mtkit` subprocess, exactly as a user runs it; its peak RSS is measured by a
 small launcher process (getrusage of its children), so the bench's own memory does not leak into it.
@@ -18,7 +24,8 @@ smoke run on a slice of the data, written to bench/work/quick/ instead.
 Translation speed depends on what the model outputs: a barely trained model babbles until the length
 limit. So translate uses the --model directories given, else the models of the deb-en-de recipe when it
 has been run (recipes/deb-en-de/work/{transformer,rnn}); with neither it is skipped (noted in the
-results). Only --quick translates with the bench's own short training runs, marked "undertrained".
+results); paragraphs uses the same models. Only --quick translates with the bench's own short training
+runs, marked "undertrained".
 """
 
 from __future__ import annotations
@@ -41,7 +48,9 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 RECIPE = REPO / "recipes" / "deb-en-de"
-PARTS = ("prepare", "train", "translate")
+PARTS = ("prepare", "train", "translate", "paragraphs")
+PARAGRAPH_LINES = 600
+PARAGRAPH_SIZES = (10, 50, 300)
 ARCHS = ("transformer", "rnn")
 SRC, TGT = "en", "de"
 
@@ -281,6 +290,8 @@ def bench_translate(args: argparse.Namespace, files: dict[str, Path]) -> dict[st
                     "--precision", args.precision, *flags]
             if args.max_tokens:
                 base += ["--max-tokens", str(args.max_tokens)]
+            if args.threads:
+                base += ["--threads", str(args.threads)]
             if args.quick:  # an undertrained model babbles up to the length limit: keep that short
                 base += ["--max-len-a", "0", "--max-len-b", "20"]
             print(f"translate {name} {mode}: {sentences:,} sentences ...", file=sys.stderr, flush=True)
@@ -305,12 +316,99 @@ def bench_translate(args: argparse.Namespace, files: dict[str, Path]) -> dict[st
 
 def bleu_of(hyp: Path, ref: Path) -> float:
     """BLEU of a translation: a speed measured on output that is not a translation means little."""
-    import sacrebleu
-
     with _open_text(ref) as f:
         refs = [line.rstrip("\n") for line in f]
-    hyps = hyp.read_text(encoding="utf-8").splitlines()
+    return bleu(hyp.read_text(encoding="utf-8").splitlines(), refs)
+
+
+def bleu(hyps: list[str], refs: list[str]) -> float:
+    import sacrebleu
+
     return round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2)
+
+
+# ---------------------------------------------------------------------------------------- paragraphs
+def _head(path: Path, n: int) -> list[str]:
+    with _open_text(path) as f:
+        return [line.rstrip("\n") for _, line in zip(range(n), f, strict=False)]
+
+
+def _joined(lines: list[str], k: int) -> list[str]:
+    """Consecutive groups of ``k`` lines joined with a space (a last short group is left out)."""
+    return [" ".join(lines[i:i + k]) for i in range(0, len(lines) - k + 1, k)]
+
+
+def _words(lines: list[str]) -> int:
+    return sum(len(line.split()) for line in lines)
+
+
+_STOP = re.compile(r"[.!?…。！？][\"'”’»)\]]*$")
+
+
+def _marked(line: str) -> bool:
+    """A line that shows where it ends as a sentence: a final stop, and a capital or digit first."""
+    return bool(_STOP.search(line)) and (line[:1].isupper() or line[:1].isdigit())
+
+
+def _translate_lines(args: argparse.Namespace, base: list[str], name: str, lines: list[str],
+                     tag: str) -> tuple[list[str], float]:
+    """Translate ``lines`` with one `mtkit translate` command; (translations, wall seconds)."""
+    work = args.work / "paragraphs"
+    source, hyp = work / f"{tag}.{SRC}", work / f"hyp-{name}-{tag}.{TGT}"
+    source.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    print(f"paragraphs {name} {tag}: {len(lines):,} lines ...", file=sys.stderr, flush=True)
+    wall, _ = run_measured(mtkit(*base, "-i", str(source), "-o", str(hyp)),
+                           args.work / "logs" / f"paragraphs-{name}-{tag}.log")
+    return hyp.read_text(encoding="utf-8").splitlines(), wall
+
+
+def bench_paragraphs(args: argparse.Namespace, files: dict[str, Path]) -> dict[str, Any]:
+    """A model trained on sentences must translate a paragraph sentence by sentence: the paragraph's
+    translation should have about the words, and the BLEU, of its lines translated one by one."""
+    models = translation_models(args)
+    if not models:
+        reason = ("no trained model: run the deb-en-de recipe (make -C recipes/deb-en-de) or pass "
+                  "--model DIR")
+        print(f"paragraphs: skipped, {reason}", file=sys.stderr)
+        return {"skipped": reason}
+    src, refs = _head(files["test_src"], 1 << 30), _head(files["test_tgt"], 1 << 30)
+    marked = [i for i, line in enumerate(src) if _marked(line)][:PARAGRAPH_LINES]
+    sets = {"": (src[:PARAGRAPH_LINES], refs[:PARAGRAPH_LINES]),
+            "_marked": ([src[i] for i in marked], [refs[i] for i in marked])}
+    (args.work / "paragraphs").mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {}
+    for name, (model, undertrained) in models.items():
+        from mtkit.bpe import Bpe
+
+        bpe = Bpe(model / json.loads((model / "meta.json").read_text(encoding="utf-8"))["src_bpe"])
+        checkpoint = "best" if (model / "checkpoint_best.pt").is_file() else "last"
+        base = ["translate", "--model", str(model), "--checkpoint", checkpoint, "--device", args.device,
+                "--precision", args.precision, "--greedy"]
+        if args.threads:
+            base += ["--threads", str(args.threads)]
+        if args.quick:
+            base += ["--max-len-a", "0", "--max-len-b", "20"]
+        entry: dict[str, Any] = {"model": str(model), "undertrained": undertrained, "search": "greedy",
+                                 "precision": args.precision, "threads": args.threads or "mtkit's default"}
+        for suffix, (lines, line_refs) in sets.items():
+            per_line, line_seconds = _translate_lines(args, base, name, lines, f"lines{suffix}")
+            entry[f"lines{suffix}"] = {"lines": len(lines), "seconds": round(line_seconds, 2)}
+            for k in (k for k in PARAGRAPH_SIZES if k <= len(lines)):
+                paragraphs = _joined(lines, k)
+                hyps, seconds = _translate_lines(args, base, name, paragraphs, f"p{k}{suffix}")
+                joined_lines, joined_refs = _joined(per_line, k), _joined(line_refs, k)
+                subwords = [len(ids) for ids in bpe.encode_ids(paragraphs)]
+                joints = [not _marked(lines[i]) for i in range(len(paragraphs) * k) if (i + 1) % k]
+                entry[f"p{k}{suffix}"] = {
+                    "paragraphs": len(paragraphs), "lines_per_paragraph": k,
+                    "mean_subwords": round(sum(subwords) / len(subwords), 1),
+                    "unmarked_joints": round(sum(joints) / max(1, len(joints)), 3),
+                    "per_line_words": _words(joined_lines), "paragraph_words": _words(hyps),
+                    "words_ratio": round(_words(hyps) / max(1, _words(joined_lines)), 3),
+                    "per_line_bleu": bleu(joined_lines, joined_refs),
+                    "paragraph_bleu": bleu(hyps, joined_refs), "seconds": round(seconds, 2)}
+        results[name] = entry
+    return results
 
 
 # ----------------------------------------------------------------------------------------- reporting
@@ -350,6 +448,17 @@ def print_table(results: dict[str, Any]) -> None:
                           f"({_fmt(r['model_sentences_per_s'])} model only), "
                           f"BLEU {_fmt(r.get('bleu'), '.2f')}",
                           _fmt(r["peak_rss_mib"]))
+    for name, t in results.get("paragraphs", {}).items():
+        if name == "skipped":
+            table.add_row("paragraphs", "skipped", t, "")
+            continue
+        for key, r in t.items():
+            if key.startswith("p") and isinstance(r, dict):
+                marked = " with stops" if key.endswith("_marked") else ""
+                table.add_row("paragraphs", f"{name} greedy, {r['paragraphs']} × {r['lines_per_paragraph']} "
+                              f"lines{marked} (~{r['mean_subwords']:,.0f} subwords)",
+                              f"words ×{r['words_ratio']:.3f}, BLEU {r['paragraph_bleu']:.2f} "
+                              f"(per line {r['per_line_bleu']:.2f})", "")
     console = Console(soft_wrap=False)
     if not console.is_terminal:  # a log file or a pipe: wide enough for one line per row
         console = Console(soft_wrap=False, width=120)
@@ -376,6 +485,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--precision", default="auto", help="translate --precision: auto, fp32, bf16, fp16")
     p.add_argument("--max-tokens", type=int, default=0,
                    help="translate --max-tokens (0 = mtkit translate's default, 16000)")
+    p.add_argument("--threads", type=int, default=0,
+                   help="translate --threads for translate and paragraphs (0 = mtkit's default)")
     p.add_argument("--work", type=Path, default=REPO / "bench" / "work", help="scratch directory")
     p.add_argument("--out", type=Path, default=None,
                    help="results file (default bench/results.json; --quick: WORK/results-quick.json)")
@@ -406,14 +517,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {}
     if args.out.is_file() and set(args.parts) != set(PARTS):
         results = json.loads(args.out.read_text(encoding="utf-8"))  # keep the parts not run now
-    results.update({"machine": machine_info(), "data": str(args.data), "quick": args.quick,
+    machine = machine_info()
+    results.update({"machine": machine, "data": str(args.data), "quick": args.quick,
                     "date": _dt.datetime.now().isoformat(timespec="seconds")})
-    stages = {"prepare": bench_prepare, "train": bench_train, "translate": bench_translate}
+    stages = {"prepare": bench_prepare, "train": bench_train, "translate": bench_translate,
+              "paragraphs": bench_paragraphs}
     for part in args.parts:
         results[part] = stages[part](args, files)
+        # each part says when and from which commit it was measured: an --only run keeps the others
+        results.setdefault("measured", {})[part] = {"date": _dt.datetime.now().isoformat(timespec="seconds"),
+                                                    "commit": machine.get("commit")}
         if part == "translate":
             results["translate_settings"] = {"precision": args.precision,
-                                             "max_tokens": args.max_tokens or "the model's"}
+                                             "max_tokens": args.max_tokens or 16000}
         if part == "train":
             results["train_settings"] = {"warmup_updates": args.warmup, "measured_updates": args.steps,
                                          "configs": "recipes/deb-en-de/{transformer,rnn}.yaml"}

@@ -7,7 +7,9 @@ A file output is written one of two ways, because they promise different things:
   kill never leaves an existing OUT empty or half-written; a killed run writes nothing;
 - with --resume to OUT itself, appended and flushed chunk by chunk in input order: a kill loses at
   most the chunk in flight and leaves a valid prefix, which the next --resume run checks and extends.
-stdout streams: each chunk is written as soon as it is translated.
+stdout streams: each chunk is written as soon as it is translated. stdin streams too: a chunk is
+every line that has arrived when the next read would block (`mtkit.streaming`), so a program that
+writes a line into the pipe gets its answer at once, while a file piped in still gets full chunks.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -26,6 +28,7 @@ from typing import IO, Any
 
 from mtkit.device import dist_info_from_env
 from mtkit.errors import ConfigError, DataError, MtkitError
+from mtkit.streaming import stdin_chunks
 from mtkit.textio import chunked, count_lines, output_file, read_lines, same_file, warn
 from mtkit.translation import OutputFormat, Translation, format_translation
 from mtkit.translator import LoadOptions, SearchOptions, Translator
@@ -56,14 +59,19 @@ class OutputOptions:
                               "'avg'") from None
 
 
-def read_input(path: str) -> Iterator[str]:
-    """Lines of a file or '-' (stdin); invalid UTF-8 is replaced (U+FFFD) with a warning naming the
-    line, so one bad byte never stops a long translation job."""
+def _invalid_reporter(path: str) -> Callable[[int], None]:
     name = "<stdin>" if path == "-" else path
 
     def report(lineno: int) -> None:
         warn(f"{name}:{lineno}: invalid UTF-8 replaced by U+FFFD")
 
+    return report
+
+
+def read_input(path: str) -> Iterator[str]:
+    """Lines of a file or '-' (stdin); invalid UTF-8 is replaced (U+FFFD) with a warning naming the
+    line, so one bad byte never stops a long translation job."""
+    report = _invalid_reporter(path)
     if path != "-":
         if not Path(path).exists():
             raise DataError(f"input file not found: {path}")
@@ -116,7 +124,7 @@ def _translate(model: str | Path, input: str, output: str | None, load: LoadOpti
         raise ConfigError(f"--resume cannot append to a compressed output ({output}): write plain text")
     fmt: OutputFormat = "json" if out.json else ("nbest" if search.nbest > 1 else "text")
     per_input = search.nbest if fmt == "nbest" else 1
-    lines = read_input(input)
+    lines = read_input(input) if input != "-" else None  # stdin is read as a stream: stdin_chunks
     progress = out.progress
     if progress is None:
         progress = input != "-" and not sys.stdout.isatty() and sys.stderr.isatty()
@@ -137,8 +145,10 @@ def _translate(model: str | Path, input: str, output: str | None, load: LoadOpti
             pass  # nothing left: an empty shard, or a complete OUT (a torn line after it is dropped)
     else:
         first = todo[done] if todo is not None else 0
-        pairs = ((i, line) for i, line in enumerate(lines) if i >= first and i % n == k)
-        count = _run_chunks(model, load, search, out, fmt, pairs, sink, shard,
+        pairs = ((i, line) for i, line in enumerate(lines or ()) if i >= first and i % n == k)
+        chunks = ((lambda size: stdin_chunks(size, _invalid_reporter("-"))) if lines is None
+                  else (lambda size: chunked(pairs, size)))
+        count = _run_chunks(model, load, search, out, fmt, chunks, sink, shard,
                             "<stdin>" if input == "-" else input,
                             len(todo) - done if progress and todo is not None else None)
     if sidecar is not None:
@@ -150,9 +160,10 @@ def _translate(model: str | Path, input: str, output: str | None, load: LoadOpti
 
 
 def _run_chunks(model: str | Path, load: LoadOptions, search: SearchOptions, out: OutputOptions,
-                fmt: OutputFormat, pairs: Iterator[tuple[int, str]], sink: Any,
+                fmt: OutputFormat, chunks: Callable[[int], Iterator[list[tuple[int, str]]]], sink: Any,
                 shard: tuple[int, int] | None, name: str, bar_total: int | None) -> int:
-    """Translate (input index, line) pairs chunk by chunk; write and flush each chunk in order."""
+    """Translate chunks of (input index, line) pairs, made by ``chunks(most lines)`` once the model is
+    loaded; write and flush each chunk in order."""
     head = out.head()
     translator = Translator(model, load, search)
     if isinstance(head, int):
@@ -162,8 +173,7 @@ def _run_chunks(model: str | Path, load: LoadOptions, search: SearchOptions, out
     need_attention = out.alignment or out.json or out.attention_plot is not None
     # a chunk holds at most the lines one batch could hold were each one subword long: at least a
     # full batch to sort by length, and the unit --resume can lose (--max-tokens makes it smaller)
-    chunk_size = 1 if name == "<stdin>" and sys.stdin.isatty() else \
-        max(1, min(1000, search.max_tokens // max(1, translator.rows_per_sentence)))
+    chunk_size = max(1, min(1000, search.max_tokens // max(1, translator.rows_per_sentence)))
     plot_dir = Path(out.attention_plot) if out.attention_plot is not None else None
     count = 0
     bar, task = _progress_bar(bar_total) if bar_total is not None else (None, None)
@@ -171,7 +181,7 @@ def _run_chunks(model: str | Path, load: LoadOptions, search: SearchOptions, out
         name = f"{name} [shard {shard[0]}/{shard[1]}]"  # warnings then count the shard's lines
     try:
         with sink as f:
-            for chunk in chunked(pairs, chunk_size):
+            for chunk in chunks(chunk_size):
                 index = chunk[0][0]
                 start = (index - shard[0]) // shard[1] if shard else index
                 translations = translator.translate_chunk([line for _, line in chunk], start,

@@ -1,9 +1,12 @@
 """Translator: text in, text out, rebuilt entirely from a model directory (or one checkpoint).
 
-Pipeline per chunk of input lines: clean (control characters) → BPE-encode → split over-long lines
-into sentences or windows → sort by length and cut into token-budget batches → search → restore the
-input order → rejoin split lines → BPE-decode. Exactly one translation per input line, always: an
-empty line gives an empty translation without touching the model, and nothing is ever dropped.
+Pipeline per chunk of input lines: clean (control characters) → cut each line into sentences, and a
+sentence longer than the model takes into pieces (`mtkit.segment`) → BPE-encode → sort all pieces by
+length and cut into token-budget batches → search → restore the input order → join each line's
+pieces → BPE-decode. A model trained on sentences is given sentences: a paragraph is translated
+sentence by sentence, each sentence an ordinary batch member. Exactly one translation per input line,
+always: an empty line gives an empty translation without touching the model, and nothing is ever
+dropped.
 Input is read in chunks, so arbitrarily long streams run in bounded memory.
 
 Settings come in two small dataclasses: ``LoadOptions`` (which model and how it runs: device,
@@ -36,7 +39,7 @@ from mtkit.device import decode_dtype, resolve_device, thread_count, threads
 from mtkit.errors import ConfigError
 from mtkit.loader import load_for_decoding, resolve_engine
 from mtkit.search import Hypothesis, normalise, search
-from mtkit.segment import clean_line, split_long
+from mtkit.segment import clean_line, cut_sentence, split_sentences
 from mtkit.textio import warn
 from mtkit.translation import Candidate, Translation, alignment_from_attention
 from mtkit.vocab import PAD_ID
@@ -155,7 +158,7 @@ class Translator:
             self.generator.manual_seed(opts.seed if opts.seed is not None else torch.Generator().seed())
         if self.decoding.beam_size < self.nbest and not opts.sample:
             self.decoding.beam_size = self.nbest
-        self.max_input_tokens = self._input_limit()
+        self.max_input_tokens, self._limit_reason = self._input_limit()
 
     def _check_attention_layer(self, layer: int) -> None:
         m = self.config.model
@@ -164,18 +167,22 @@ class Translator:
             raise ConfigError(f"--attention-layer {layer}: the model has {layers} decoder "
                               f"attention layer(s) ({-layers}..{layers - 1})")
 
-    def _input_limit(self) -> int:
-        """Learned positions (and an exported position table) cannot go past their last row: keep
-        inputs (and outputs) inside."""
-        limit = self.decoding.max_input_tokens
+    def _input_limit(self) -> tuple[int, str]:
+        """The longest input given to the model, in subwords, and what sets it: a longer sentence is
+        cut into pieces. A model has not learned to translate sentences longer than those it was
+        trained on (data.max_len); decoding.max_input_tokens caps that further; learned positions
+        (and an exported position table) cannot go past their last row, for inputs and outputs."""
+        limits = [(self.decoding.max_input_tokens, "decoding.max_input_tokens"),
+                  (self.config.data.max_len, "data.max_len, the longest training sentence")]
         m = self.config.model
         rows = m.max_positions if m.arch == "transformer" and m.positions == "learned" else None
         if self.backend is not None:
             rows = self.backend.max_positions
         if rows is not None:
             room = (rows - 1 - self.decoding.max_len_b) / max(self.decoding.max_len_a, 1.0)
-            limit = max(8, min(limit, int(room), rows))
-        return limit
+            limits.append((min(int(room), rows), f"the model's {rows} positions"))
+        limit, reason = min(limits, key=lambda x: x[0])
+        return max(8, limit), reason
 
     @property
     def rows_per_sentence(self) -> int:
@@ -221,18 +228,24 @@ class Translator:
         todo = [i for i, text in enumerate(cleaned) if text]
         if not todo:
             return out
-        encoded = self.src_bpe.encode_ids([cleaned[i] for i in todo])
+        sentences = [(i, s) for i in todo for s in split_sentences(cleaned[i])]
+        encoded = self.src_bpe.encode_ids([s for _, s in sentences])
         items: list[_Item] = []
-        for i, ids in zip(todo, encoded, strict=True):
-            if not ids:
-                continue
+        parts: dict[int, int] = {}  # line → its pieces so far
+        long: dict[int, list[int]] = {}  # line → subwords of its sentences cut into pieces
+        for (i, text), ids in zip(sentences, encoded, strict=True):
+            segments = [ids]
             if len(ids) > self.max_input_tokens:
-                segments = split_long(cleaned[i], ids, self.src_bpe, self.max_input_tokens)
-                warn(f"{name}:{start + i + 1}: {len(ids)} subwords is more than max_input_tokens "
-                     f"({self.max_input_tokens}); translating it in {len(segments)} parts")
-            else:
-                segments = [ids]
-            items.extend(_Item(i, s, seg) for s, seg in enumerate(segments))
+                segments = cut_sentence(text, ids, self.src_bpe, self.max_input_tokens)
+                long.setdefault(i, []).append(len(ids))
+            for seg in filter(None, segments):
+                items.append(_Item(i, parts.get(i, 0), seg))
+                parts[i] = parts.get(i, 0) + 1
+        for i, lengths in long.items():
+            what = (f"a sentence of {lengths[0]} subwords is" if len(lengths) == 1 else
+                    f"{len(lengths)} sentences of up to {max(lengths)} subwords are")
+            warn(f"{name}:{start + i + 1}: {what} longer than the model takes ({self.max_input_tokens}: "
+                 f"{self._limit_reason}); translating the line in {parts[i]} parts")
         results = self._search_items(items, need_attention)
         by_line: dict[int, list[tuple[list[int], list[Hypothesis]]]] = {}
         for item, hyps in zip(items, results, strict=True):

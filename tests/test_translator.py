@@ -21,7 +21,6 @@ from mtkit.checkpoint import save_checkpoint
 from mtkit.config import Config, ModelConfig, to_dict
 from mtkit.errors import CheckpointError, ConfigError
 from mtkit.models import build_model
-from mtkit.segment import clean_line, split_long
 from mtkit.translator import Translator
 
 WORDS = ["the", "house", "is", "small", ".", "a", "cat", "sat", "on", "mat", "!", "where", "are", "you",
@@ -38,8 +37,9 @@ def one_thread():
 
 
 def make_model_dir(root: Path, arch: str = "transformer", seed: int = 0, vocab_size: int = 64,
-                   **decoding) -> Path:
-    """A model directory as `mtkit train` writes it, with a random tiny model."""
+                   data_max_len: int | None = None, **decoding) -> Path:
+    """A model directory as `mtkit train` writes it, with a random tiny model (trained, says its
+    config, on sentences of at most ``data_max_len`` subwords)."""
     root.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     text = root / "corpus.txt"
@@ -52,6 +52,8 @@ def make_model_dir(root: Path, arch: str = "transformer", seed: int = 0, vocab_s
                             emb_dim=16, hidden_size=32, dropout=0.0)
     for key, value in decoding.items():
         setattr(cfg.decoding, key, value)
+    if data_max_len is not None:
+        cfg.data.max_len = data_max_len
     meta = {"src_lang": "en", "tgt_lang": "de", "joint": True, "src_bpe": "bpe.model", "tgt_bpe": "bpe.model",
             "src_vocab_size": size, "tgt_vocab_size": size}
     torch.manual_seed(seed)
@@ -122,28 +124,66 @@ def test_hostile_input_keeps_one_output_per_line(model_dir, capsys):
     assert len(translator.src_bpe.encode_ids([long_line])[0]) > 5000  # really a 5,000+ subword line
     assert out[3].text and len(out[3].hypotheses[0].token_ids) > 2 * translator.decoding.max_input_tokens
     err = capsys.readouterr().err
-    assert "<input>:4:" in err and "max_input_tokens" in err
+    assert re.search(r"<input>:4: a sentence of \d+ subwords is longer than the model takes \(250: "
+                     r"data\.max_len.*translating the line in \d+ parts", err), err
+    assert err.count("warning:") == 1
 
 
-def test_split_long_prefers_sentences_then_windows(translator):
-    bpe = translator.src_bpe
-    text = "the house is small . " * 30 + "where are you going ?"
-    ids = bpe.encode_ids([text])[0]
-    segments = split_long(text, ids, bpe, 40)
-    assert all(len(s) <= 40 for s in segments)
-    assert sum(len(s) for s in segments) >= len(ids) - len(segments)
-    # a sentence boundary is never cut: every segment ends with the end of a sentence
-    assert all(bpe.decode_ids([s])[0].rstrip().endswith((".", "?")) for s in segments)
-    no_punct = "river stone light " * 60
-    ids = bpe.encode_ids([no_punct])[0]
-    windows = split_long(no_punct, ids, bpe, 50)
-    assert [t for w in windows for t in w] == ids and all(len(w) <= 50 for w in windows)
+def capitalised(n: int, seed: int) -> list[str]:
+    """Sentences as a paragraph holds them: a capital first word, a final . ? or !"""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        words = [rng.choice(WORDS[:4] + WORDS[5:10] + WORDS[17:24]) for _ in range(rng.randint(2, 7))]
+        out.append(" ".join(words).capitalize() + " " + rng.choice(".?!"))
+    return out
 
 
-def test_clean_line():
-    assert clean_line("a\x00b\tc\x1b[0m  d\r") == "a b c [0m d"
-    assert clean_line(" \t\x0b ") == ""
-    assert clean_line("Grüße, 東京") == "Grüße, 東京"
+@pytest.mark.parametrize("k", [2, 8, 30])
+def test_a_paragraph_translates_as_its_sentences_one_by_one(model_dir, k, capsys):
+    """A paragraph of k sentences gives the k sentences' own translations joined with spaces, with
+    their scores, tokens and alignments, though it is far longer than max_input_tokens; no warning."""
+    translator = exact(model_dir, overrides=["decoding.max_input_tokens=32"])
+    lines = capitalised(60, seed=k)
+    alone = translator.translate_hypotheses(lines, need_attention=True)
+    assert max(len(t.source_tokens) for t in alone) <= 32  # the sentences are not cut
+    paragraphs = [" ".join(lines[i:i + k]) for i in range(0, len(lines), k)]
+    together = translator.translate_hypotheses(paragraphs, need_attention=True)
+    assert len(together) == len(paragraphs)
+    assert min(len(t.source_tokens) for t in together) > 32 or k == 2
+    for n, tr in enumerate(together):
+        parts = alone[n * k:(n + 1) * k]
+        assert tr.text == " ".join(t.text for t in parts if t.text)
+        best = tr.hypotheses[0]
+        assert best.token_ids == [i for t in parts for i in t.hypotheses[0].token_ids]
+        assert tr.source_tokens == [s for t in parts for s in t.source_tokens]
+        assert best.log_prob == pytest.approx(sum(t.hypotheses[0].log_prob for t in parts), abs=1e-3)
+        # block-diagonal: each sentence's target tokens are aligned inside its own source span
+        shifted, src, tgt = [], 0, 0
+        for t in parts:
+            shifted += [(i + src, j + tgt) for i, j in t.hypotheses[0].alignment]
+            src, tgt = src + len(t.source_tokens), tgt + len(t.hypotheses[0].token_ids)
+        assert best.alignment == shifted
+        assert best.attention.shape[1:] == (tgt + 1, src)
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_a_sentence_longer_than_training_is_cut_at_clauses(translator, tmp_path, capsys):
+    """The model's training length (data.max_len) bounds what it is given: a longer sentence is cut,
+    at a ';' before anywhere else, and the pieces' translations are joined."""
+    half = "the cat sat on the mat and we like green tea"
+    limit = len(translator.src_bpe.encode_ids([f"{half} ;"])[0]) + 2
+    d = make_model_dir(tmp_path / "short", data_max_len=limit, beam_size=2, max_len_a=1.0, max_len_b=4)
+    translator = exact(d)  # the same subwords as the fixture's model (the same seed)
+    assert translator.max_input_tokens == limit < 2 * limit - 4
+    out = translator.translate_hypotheses([f"{half} ; {half}", f"{half} , {half} ; {half}", half],
+                                          need_attention=True)
+    first = translator.translate_hypotheses([f"{half} ;", half])
+    assert out[0].text == f"{first[0].text} {first[1].text}"
+    assert all(t.hypotheses[0].attention.shape[2] == len(t.source_tokens) for t in out)
+    err = capsys.readouterr().err
+    assert "<input>:1: a sentence of" in err and f"({limit}: data.max_len" in err and "in 2 parts" in err
+    assert "<input>:2:" in err and "<input>:3:" not in err
 
 
 def test_nbest_and_alignment(model_dir):
@@ -268,7 +308,7 @@ def test_cli_hostile_stdin_keeps_line_count(model_dir):
     assert all(out[i] for i in (2, 3, 4, 5, 7))
     err = res.stderr.decode()
     assert "<stdin>:5: invalid UTF-8" in err
-    assert "<stdin>:4:" in err and "max_input_tokens" in err
+    assert "<stdin>:4: a sentence of" in err and "translating the line in" in err
 
 
 def invoke(*args: str) -> str:
@@ -379,3 +419,96 @@ def test_cli_answers_a_typed_line_at_once(model_dir):
         os.close(master)
         proc.stdout.close()
         proc.stderr.close()
+
+
+def _line_within(fd: int, buf: bytearray, seconds: float) -> bytes | None:
+    """The next line on ``fd`` (without its newline), or None when none comes within ``seconds``."""
+    import os
+    import select
+    import time
+
+    deadline = time.monotonic() + seconds
+    while b"\n" not in buf:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            return None
+        data = os.read(fd, 65536)
+        if not data:
+            return None
+        buf += data
+    line, _, rest = bytes(buf).partition(b"\n")
+    buf[:] = rest
+    return line
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="streams stdin with select (POSIX)")
+def test_cli_answers_each_line_of_a_pipe_while_it_stays_open(model_dir):
+    """A program driving mtkit through a pipe gets each line's translation while stdin stays open;
+    an empty line gives an empty line; closing stdin ends the run cleanly, one line out per line in."""
+    import time
+
+    lines = [b"the house is small .", b"where are you going ?", b"", b"we like green tea"]
+    expected = exact(model_dir, beam_size=1).translate([x.decode() for x in lines])
+    proc = subprocess.Popen([sys.executable, "-m", "mtkit", "translate", "-m", str(model_dir), "--greedy",
+                             "--threads", "1"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=_env())
+    buf = bytearray()
+    fd = proc.stdout.fileno()
+    try:
+        proc.stdin.write(lines[0] + b"\n")
+        proc.stdin.flush()
+        first = _line_within(fd, buf, 120)  # the interpreter's start and the model's load included
+        assert first is not None, "no answer while stdin stays open"
+        assert first.decode() == expected[0]
+        start = time.monotonic()
+        proc.stdin.write(b"\n".join(lines[1:3]) + b"\n")
+        proc.stdin.flush()
+        assert [_line_within(fd, buf, 30), _line_within(fd, buf, 30)] == [e.encode() for e in expected[1:3]]
+        answered = time.monotonic() - start
+        assert proc.poll() is None  # still waiting for more input
+        proc.stdin.write(lines[3])  # no final newline: answered at the end of input
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0, proc.stderr.read().decode()
+        rest = bytes(buf) + proc.stdout.read()
+        assert rest == expected[3].encode() + b"\n"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    assert answered < 10
+
+
+def test_stream_chunks_hand_on_what_has_arrived(tmp_path):
+    """Lines that have arrived are handed on when more would mean waiting, at most max_lines at a
+    time; a line is whole before it is handed on; bytes are decoded like read_lines(strict=False)."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mtkit.streaming import stream_chunks
+
+    bad: list[int] = []
+    r, w = os.pipe()
+    chunks = stream_chunks(r, 3, bad.append)
+    pool = ThreadPoolExecutor(1)
+
+    def arrived() -> list[str]:
+        return pool.submit(next, chunks).result(timeout=10)  # a reader that waits for more fails here
+
+    try:
+        os.write(w, b"one\ntwo\nthr")
+        assert arrived() == ["one", "two"]  # "thr" waits for its newline
+        os.write(w, b"ee\r\nfo\rur\nbad \xff\n\n5\n")
+        assert arrived() == ["three", "fo ur", "bad \ufffd"]  # a full chunk first
+        assert bad == [5]
+        assert arrived() == ["", "5"]
+        os.write(w, b"last")
+        os.close(w)
+        w = -1
+        assert pool.submit(list, chunks).result(timeout=10) == [["last"]]
+    finally:
+        if w >= 0:
+            os.close(w)  # ends a read still waiting
+        pool.shutdown(wait=True)
+        os.close(r)

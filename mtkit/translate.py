@@ -170,6 +170,10 @@ def _run_chunks(model: str | Path, load: LoadOptions, search: SearchOptions, out
         heads = translator.model.num_attention_heads
         if not -heads <= head < heads:
             raise ConfigError(f"--attention-head {head}: the model has {heads} heads (0..{heads - 1})")
+    m = translator.config.model
+    if out.attention_plot is not None and m.arch == "rnn" and m.attention == "none":
+        raise ConfigError("--attention-plot: this RNN has no attention (model.attention: none), so "
+                          "there is nothing to plot")
     need_attention = out.alignment or out.json or out.attention_plot is not None
     # a chunk holds at most the lines one batch could hold were each one subword long: at least a
     # full batch to sort by length, and the unit --resume can lose (--max-tokens makes it smaller)

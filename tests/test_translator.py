@@ -37,7 +37,7 @@ def one_thread():
 
 
 def make_model_dir(root: Path, arch: str = "transformer", seed: int = 0, vocab_size: int = 64,
-                   data_max_len: int | None = None, **decoding) -> Path:
+                   data_max_len: int | None = None, model: dict | None = None, **decoding) -> Path:
     """A model directory as `mtkit train` writes it, with a random tiny model (trained, says its
     config, on sentences of at most ``data_max_len`` subwords)."""
     root.mkdir(parents=True, exist_ok=True)
@@ -49,7 +49,7 @@ def make_model_dir(root: Path, arch: str = "transformer", seed: int = 0, vocab_s
     size = len(Bpe(root / "bpe.model"))
     cfg = Config()
     cfg.model = ModelConfig(arch=arch, d_model=32, heads=4, d_ff=64, encoder_layers=2, decoder_layers=2,
-                            emb_dim=16, hidden_size=32, dropout=0.0)
+                            emb_dim=16, hidden_size=32, dropout=0.0, **(model or {}))
     for key, value in decoding.items():
         setattr(cfg.decoding, key, value)
     if data_max_len is not None:
@@ -265,6 +265,18 @@ def test_rnn_model_dir(tmp_path):
     out = Translator(d, device="cpu", threads=1).translate_hypotheses(["the cat .", ""], need_attention=True)
     assert out[0].text and out[1].text == ""
     assert out[0].hypotheses[0].attention.shape[0] == 1
+
+
+def test_attention_plot_of_a_model_without_attention_is_refused(tmp_path):
+    d = make_model_dir(tmp_path / "plain", arch="rnn", model={"attention": "none"}, max_len_b=3)
+    src = tmp_path / "in.txt"
+    src.write_text("the cat .\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "mtkit", "translate", "-m", str(d), "-i", str(src),
+                           "-o", str(tmp_path / "out.txt"), "--attention-plot", str(tmp_path / "plots")],
+                          capture_output=True, text=True)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "this RNN has no attention (model.attention: none)" in proc.stderr
+    assert not (tmp_path / "out.txt").exists() and not (tmp_path / "plots").exists()
 
 
 def test_errors_are_user_errors(model_dir, tmp_path):

@@ -394,6 +394,12 @@ def main() -> None:
     except BrokenPipeError:  # downstream closed the pipe (e.g. `| head`): a normal end
         _quiet_stdout()
         sys.exit(0)
+    except OSError as exc:  # the environment refused a file operation (read-only directory, full disk …)
+        if _DEBUG["on"]:
+            traceback.print_exc()
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+        sys.exit(5)
 
 
 def _quiet_stdout() -> None:

@@ -161,3 +161,15 @@ def test_score_errors(tmp_path: Path) -> None:
                  f"hypothesis {hyp} has 3 lines but reference {ref} has 4")
     assert_error(mtkit("score", "--hyp", str(ref), "--ref", str(ref), "--metrics", "bleu,meteor"),
                  "unknown metric 'meteor'")
+
+
+def test_unwritable_places_are_one_line_errors(tmp_path: Path) -> None:
+    """A directory that cannot be made (here: under a file) is one line naming it, for every stage."""
+    blocker = write_lines(tmp_path / "afile", ["x"])
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({"training": {"model_dir": str(blocker / "model")}}), encoding="utf-8")
+    assert_error(mtkit("train", str(config)), str(blocker))
+    metrics = tmp_path / "m"
+    metrics.mkdir()
+    (metrics / "metrics.jsonl").write_text('{"event": "train", "step": 1, "loss": 1.0, "nll": 1.0}\n')
+    assert_error(mtkit("plot", str(metrics), "-o", str(blocker / "curves.png")), str(blocker))

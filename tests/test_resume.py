@@ -124,3 +124,30 @@ def test_resume_without_checkpoint_or_with_another_model(data, tmp_path):
     other["model"]["d_model"] = 64
     with pytest.raises(CheckpointError, match="different model section"):
         train(from_dict(other), resume=True)
+
+
+class _Killed(BaseException):
+    """Stands in for SIGKILL: nothing after it runs (not even `finally` code that writes files)."""
+
+
+@pytest.mark.parametrize("kill_after", ["checkpoint_last.pt", "checkpoint_step4.pt"])
+def test_the_log_and_the_checkpoints_agree_after_a_kill(data, tmp_path, monkeypatch, kill_after):
+    """Killed right after a validation's checkpoint is written (or before its last checkpoint): after
+    resuming, metrics.jsonl holds each validation exactly once, as an uninterrupted run's does."""
+    import mtkit.train.checkpointing as checkpointing
+
+    real_save = checkpointing.save_checkpoint
+
+    def save_then_die(state, path):
+        real_save(state, path)
+        if Path(path).name == kill_after and state.get("step") == 4:
+            raise _Killed
+
+    cfg = _config(data, tmp_path / "m", max_steps=6, validate_every=2, log_every=1)
+    monkeypatch.setattr(checkpointing, "save_checkpoint", save_then_die)
+    with pytest.raises(_Killed):
+        train(cfg)
+    monkeypatch.setattr(checkpointing, "save_checkpoint", real_save)
+    train(cfg)
+    valid = [e["step"] for e in read_metrics(tmp_path / "m" / "metrics.jsonl") if e["event"] == "valid"]
+    assert valid == [2, 4, 6]

@@ -177,12 +177,14 @@ class Trainer(Checkpointing):
         st.validated_step = st.step
         st.last_valid = valid
         if self.info.is_main:
-            self._keep_checkpoints(valid)
             assert self.metrics is not None
+            # the event first, the checkpoints after: a kill in between resumes from the previous
+            # checkpoint, whose resume drops this event, so the log and the checkpoints always agree
             self.metrics.write({"event": "valid", "step": st.step, "epoch": st.epoch,
                                 "elapsed": round(self._elapsed(), 2), **result,
                                 "best_step": st.best.step if st.best else None,
                                 "lr": self._lr()})
+            self._keep_checkpoints(valid)
             self.display.log(valid_line(st.step, valid, st.best, metric))
         self.paused += time.monotonic() - start
         return stop

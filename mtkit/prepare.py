@@ -46,6 +46,7 @@ from mtkit.config import CONFIG_FILE, BpeConfig, Config, DataConfig, save_config
 from mtkit.data.meta import META_FILE, DataMeta, read_meta, write_meta
 from mtkit.data.shards import ShardWriter, token_dtype
 from mtkit.errors import ConfigError, DataError, MtkitError
+from mtkit.staging import staged_directory
 from mtkit.textio import chunked, read_lines, scan_lines
 
 PREPARE_VERSION = 1  # bump when the output format changes, so old data dirs are rebuilt
@@ -110,30 +111,33 @@ def prepare(cfg: Config, force: bool = False, console: Console | None = None) ->
         s.lines = check_pair(s)
     if out.exists() and not out.is_dir():
         raise DataError(f"data.dir {out} exists and is not a directory")
-    out.mkdir(parents=True, exist_ok=True)
-    _invalidate(out)
+    reusable = [BPE_STAMP] + [n for name, _, _ in bpe_plan(cfg, splits[0])
+                              for n in (name, str(Path(name).with_suffix(".vocab")))]
+    shards = [name for split in SPLITS for name in _shard_files(split)]
+    # built beside data.dir and moved in on success: a failure never damages a good data directory
+    with staged_directory(out, seed=reusable, stale=shards, last=META_FILE) as stage:
+        bpe_started = time.perf_counter()
+        (src_name, src_bpe), (tgt_name, tgt_bpe) = prepare_bpe(cfg, splits[0], stage, console, retrain=force)
+        bpe_seconds = time.perf_counter() - bpe_started
 
-    bpe_started = time.perf_counter()
-    (src_name, src_bpe), (tgt_name, tgt_bpe) = prepare_bpe(cfg, splits[0], out, console, retrain=force)
-    bpe_seconds = time.perf_counter() - bpe_started
-
-    dtype = token_dtype(max(len(src_bpe), len(tgt_bpe)))
-    stats: dict[str, SplitStats] = {}
-    with _progress(console) as progress:
+        dtype = token_dtype(max(len(src_bpe), len(tgt_bpe)))
+        stats: dict[str, SplitStats] = {}
+        with _progress(console) as progress:
+            for s in splits:
+                apply_filter = s.name == "train" or cfg.data.filter_dev
+                stats[s.name] = encode_split(s, src_bpe, tgt_bpe, stage, dtype, cfg.data, apply_filter,
+                                             progress)
         for s in splits:
-            apply_filter = s.name == "train" or cfg.data.filter_dev
-            stats[s.name] = encode_split(s, src_bpe, tgt_bpe, out, dtype, cfg.data, apply_filter, progress)
-    for s in splits:
-        if stats[s.name].sentences == 0:
-            raise DataError(f"{s.name}: every pair was filtered out of {s.src} / {s.tgt}; "
-                            "check data.max_len, data.min_len and data.max_len_ratio")
+            if stats[s.name].sentences == 0:
+                raise DataError(f"{s.name}: every pair was filtered out of {s.src} / {s.tgt}; check "
+                                f"data.max_len, data.min_len and data.max_len_ratio ({out} is unchanged)")
 
-    save_config(cfg, out / CONFIG_FILE)
-    meta = DataMeta(src_vocab_size=len(src_bpe), tgt_vocab_size=len(tgt_bpe), src_bpe=src_name,
-                    tgt_bpe=tgt_name, joint=cfg.bpe.joint, dtype=dtype.name, src_lang=cfg.data.src_lang,
-                    tgt_lang=cfg.data.tgt_lang, splits={name: st.as_meta() for name, st in stats.items()},
-                    fingerprint=fp, mtkit_version=__version__)
-    write_meta(out, meta)  # last: its presence marks the directory complete
+        save_config(cfg, stage / CONFIG_FILE)
+        meta = DataMeta(src_vocab_size=len(src_bpe), tgt_vocab_size=len(tgt_bpe), src_bpe=src_name,
+                        tgt_bpe=tgt_name, joint=cfg.bpe.joint, dtype=dtype.name, src_lang=cfg.data.src_lang,
+                        tgt_lang=cfg.data.tgt_lang, splits={name: st.as_meta() for name, st in stats.items()},
+                        fingerprint=fp, mtkit_version=__version__)
+        write_meta(stage, meta)  # moved in last: its presence marks the directory complete
     _summary(console, out, stats, bpe_seconds, time.perf_counter() - started)
     return meta
 
@@ -244,17 +248,6 @@ def is_up_to_date(out: Path, fp: str) -> bool:
     needed = [CONFIG_FILE, *meta.bpe_files()]
     needed += [f for split in meta.splits for f in _shard_files(split)]
     return all(name and (out / name).is_file() for name in needed)
-
-
-def _invalidate(out: Path) -> None:
-    """Remove meta.json first, then shards of any earlier run (a stale test split must not linger)."""
-    (out / META_FILE).unlink(missing_ok=True)
-    for leftover in out.glob(".*.training.*"):  # a BPE training that was killed
-        leftover.unlink(missing_ok=True)
-    for split in SPLITS:
-        for name in _shard_files(split):
-            (out / name).unlink(missing_ok=True)
-            (out / f"{name}.tmp").unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------------------------------------- BPE

@@ -203,8 +203,11 @@ def test_invalid_utf8_fails_before_touching_a_complete_dir(corpus: Corpus) -> No
     assert mtimes(corpus.out) == before  # the earlier, complete data is still usable
 
 
-def test_failure_midway_leaves_no_complete_looking_dir(corpus: Corpus, monkeypatch) -> None:
+def test_failure_midway_leaves_the_earlier_dir_whole(corpus: Corpus, monkeypatch) -> None:
+    """Killed while writing the last split: the earlier, complete data directory is untouched (the
+    new one was built beside it) and nothing is left over; the next run completes."""
     run(corpus.config())
+    before = mtimes(corpus.out)
     real = prepare_module.encode_split
 
     def crash_on_test(s, *args, **kwargs):
@@ -215,12 +218,20 @@ def test_failure_midway_leaves_no_complete_looking_dir(corpus: Corpus, monkeypat
     monkeypatch.setattr(prepare_module, "encode_split", crash_on_test)
     with pytest.raises(KeyboardInterrupt):
         run(corpus.config("data.max_len=9"))
-    assert not (corpus.out / "meta.json").exists()
-    with pytest.raises(DataError, match="meta.json not found"):
-        ParallelData(corpus.out, "train")
+    assert mtimes(corpus.out) == before and len(ParallelData(corpus.out, "train")) > 0
+    assert [p.name for p in corpus.out.parent.iterdir() if p.name.startswith(".data-bin")] == []
     monkeypatch.setattr(prepare_module, "encode_split", real)
     meta, log = run(corpus.config("data.max_len=9"))  # and the next run completes it
     assert "up to date" not in log and len(ParallelData(corpus.out, "test")) == 3
+
+
+def test_a_filter_that_drops_everything_keeps_the_good_dir(corpus: Corpus) -> None:
+    meta, _ = run(corpus.config())
+    before = mtimes(corpus.out)
+    with pytest.raises(DataError, match=r"every pair was filtered out .*data-bin is unchanged"):
+        run(corpus.config("data.max_len=100", "data.min_len=90"))
+    assert mtimes(corpus.out) == before
+    assert read_meta(corpus.out) == meta
 
 
 def test_separate_vocabularies(corpus: Corpus) -> None:

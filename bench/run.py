@@ -48,7 +48,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 RECIPE = REPO / "recipes" / "deb-en-de"
-PARTS = ("prepare", "train", "translate", "paragraphs")
+PARTS = ("prepare", "train", "translate", "paragraphs", "engines")
 PARAGRAPH_LINES = 600
 PARAGRAPH_SIZES = (10, 50, 300)
 ARCHS = ("transformer", "rnn")
@@ -459,6 +459,14 @@ def print_table(results: dict[str, Any]) -> None:
                               f"lines{marked} (~{r['mean_subwords']:,.0f} subwords)",
                               f"words ×{r['words_ratio']:.3f}, BLEU {r['paragraph_bleu']:.2f} "
                               f"(per line {r['per_line_bleu']:.2f})", "")
+    engines = results.get("engines", {})
+    if "skipped" in engines:
+        table.add_row("engines", "skipped", engines["skipped"], "")
+    for key, r in engines.items():
+        if isinstance(r, dict):
+            table.add_row("engines", f"{key}, {engines['sentences']:,} sentences",
+                          f"{_fmt(r['sentences_per_s'])} sent/s, BLEU {_fmt(r['bleu'], '.2f')}, "
+                          f"{100 * r['same_as_torch_fp32']:.1f}% = torch fp32", _fmt(r["peak_rss_mib"]))
     console = Console(soft_wrap=False)
     if not console.is_terminal:  # a log file or a pipe: wide enough for one line per row
         console = Console(soft_wrap=False, width=120)
@@ -520,8 +528,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     machine = machine_info()
     results.update({"machine": machine, "data": str(args.data), "quick": args.quick,
                     "date": _dt.datetime.now().isoformat(timespec="seconds")})
+    from engines import bench_engines
+
     stages = {"prepare": bench_prepare, "train": bench_train, "translate": bench_translate,
-              "paragraphs": bench_paragraphs}
+              "paragraphs": bench_paragraphs,
+              "engines": lambda a, f: bench_engines(a, f, run_measured, mtkit, bleu_of, count_lines)}
     for part in args.parts:
         results[part] = stages[part](args, files)
         # each part says when and from which commit it was measured: an --only run keeps the others

@@ -321,7 +321,7 @@ def config_keys(
 
     from mtkit.config_docs import describe_keys
 
-    table = Table("key", "type", "default", "meaning")
+    table = Table("key", "type", "default", "applies to", "meaning")
     for row in describe_keys():
         table.add_row(*row)
     Console().print(table)

@@ -3,16 +3,14 @@
 Every field carries its documentation in ``metadata["doc"]``; ``mtkit config-keys`` prints them
 all, and docs/config.md is generated from the same source (``mtkit config-keys --markdown``). Ranges
 live in ``metadata["min"]`` / ``metadata["max"]`` so a bad value is reported with the key's full
-dotted name.
+dotted name; ``metadata["when"]`` says where a key applies (one architecture, one LR schedule, …), and
+a key set where it would have no effect is refused (mtkit.config_checks).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import math
 import os
-import re
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,15 +18,20 @@ from typing import Any, Literal
 
 import yaml
 
+from mtkit.config_checks import Condition, Not, check_applicable, coerce, suggest
 from mtkit.errors import ConfigError
 
 #: the resolved config beside the data it made (data.dir) and the model it trained (model_dir)
 CONFIG_FILE = "config.yaml"
 
 
-def _f(default: Any, doc: str, lo: float | None = None, hi: float | None = None) -> Any:
-    """A dataclass field with its documentation and optional inclusive range."""
+def _f(default: Any, doc: str, lo: float | None = None, hi: float | None = None,
+       when: dict[str, Condition] | None = None) -> Any:
+    """A dataclass field with its documentation, optional inclusive range and the conditions under
+    which it applies (``when``, see mtkit.config_checks: set elsewhere, the key is refused)."""
     meta: dict[str, Any] = {"doc": doc}
+    if when:
+        meta["when"] = when
     if lo is not None:
         meta["min"] = lo
     if hi is not None:
@@ -69,7 +72,8 @@ class BpeConfig:
     joint: bool = _f(True, "One BPE model and vocabulary shared by source and target.")
     vocab_size: int = _f(8000, "Vocabulary size of each BPE model.", 16)
     character_coverage: float = _f(
-        1.0, "Share of characters the model must cover (1.0 for Latin scripts, ~0.9995 for CJK).", 0.9, 1.0
+        1.0, "Share of characters the model must cover (1.0 for Latin scripts, ~0.9995 for CJK; "
+        "sentencepiece accepts 0.98 to 1).", 0.98, 1.0
     )
     input_sentence_size: int = _f(
         1_000_000, "Sample at most this many sentences to train BPE (0 = use all).", 0
@@ -80,51 +84,63 @@ class BpeConfig:
     tgt_model: str = _f("", "Existing target model to reuse when joint is false (else one is trained).")
     model_from: str = _f("", "Copy the BPE model(s) of a trained model (its directory or a .model file) "
                          "instead of training: the vocabulary a fine-tune of it (training.init_from) needs.")
-    seed: int = _f(1, "Seed for sampling the BPE training sentences.")
+    seed: int = _f(1, "Seed for sampling the BPE training sentences (when the corpus has more than "
+                   "input_sentence_size).", when={"input_sentence_size": Not(0)})
+
+
+RNN: dict[str, Condition] = {"arch": ("rnn",)}
+TRANSFORMER: dict[str, Condition] = {"arch": ("transformer",)}
 
 
 @dataclass
 class ModelConfig:
-    """The network. Keys marked [rnn] or [transformer] apply to that architecture only."""
+    """The network. Some keys apply to one architecture only (`applies to`): set for the other, they
+    are refused."""
 
     arch: Literal["transformer", "rnn"] = _f("transformer", "Model family.")
     # shared
-    emb_dim: int = _f(256, "[rnn] Embedding size (the Transformer uses d_model).", 1)
+    emb_dim: int = _f(256, "Embedding size (the Transformer's is d_model).", 1, when=RNN)
     dropout: float = _f(0.1, "Dropout on embeddings, sublayer outputs and RNN outputs.", 0, 1)
     encoder_layers: int = _f(3, "Number of encoder layers.", 1)
     decoder_layers: int = _f(3, "Number of decoder layers.", 1)
-    tie_embeddings: bool = _f(True, "Tie the target embedding and the output projection.")
+    tie_embeddings: bool = _f(True, "Tie the output projection to the target embedding (one matrix).")
     share_all_embeddings: bool = _f(
-        True, "Also share the source embedding (only possible with a joint BPE vocabulary)."
+        True, "Share the source and target embeddings (with a joint BPE vocabulary; with separate "
+        "vocabularies each side keeps its own). Independent of tie_embeddings."
     )
     # transformer
-    d_model: int = _f(256, "[transformer] Model width.", 8)
-    heads: int = _f(4, "[transformer] Attention heads (d_model must be divisible by heads).", 1)
-    d_ff: int = _f(1024, "[transformer] Inner width of the feed-forward sublayer.", 1)
-    attention_dropout: float = _f(0.0, "[transformer] Dropout on attention weights.", 0, 1)
-    activation_dropout: float = _f(0.0, "[transformer] Dropout after the FFN activation.", 0, 1)
-    activation: Literal["relu", "gelu"] = _f("relu", "[transformer] FFN activation.")
+    d_model: int = _f(256, "Model width.", 8, when=TRANSFORMER)
+    heads: int = _f(4, "Attention heads (d_model must be divisible by heads).", 1, when=TRANSFORMER)
+    d_ff: int = _f(1024, "Inner width of the feed-forward sublayer.", 1, when=TRANSFORMER)
+    attention_dropout: float = _f(0.0, "Dropout on attention weights.", 0, 1, when=TRANSFORMER)
+    activation_dropout: float = _f(0.0, "Dropout after the FFN activation.", 0, 1, when=TRANSFORMER)
+    activation: Literal["relu", "gelu"] = _f("relu", "FFN activation.", when=TRANSFORMER)
     norm: Literal["post", "pre"] = _f(
-        "post", "[transformer] LayerNorm after each residual (paper) or before each sublayer (pre-norm)."
+        "post", "LayerNorm after each residual (paper) or before each sublayer (pre-norm).", when=TRANSFORMER
     )
     positions: Literal["sinusoidal", "learned", "relative"] = _f(
-        "sinusoidal", "[transformer] Position information: fixed sinusoids, learned, or relative (Shaw 2018)."
+        "sinusoidal", "Position information: fixed sinusoids, learned, or relative (Shaw 2018).",
+        when=TRANSFORMER,
     )
-    max_positions: int = _f(1024, "[transformer] Longest sequence for learned positions.", 1)
-    max_relative_distance: int = _f(16, "[transformer] Clipping distance δ of relative positions.", 1)
+    max_positions: int = _f(1024, "Longest sequence for learned positions.", 1,
+                            when={**TRANSFORMER, "positions": ("learned",)})
+    max_relative_distance: int = _f(16, "Clipping distance δ of relative positions.", 1,
+                                    when={**TRANSFORMER, "positions": ("relative",)})
     # rnn
-    rnn_type: Literal["lstm", "gru"] = _f("lstm", "[rnn] Recurrent cell.")
-    hidden_size: int = _f(512, "[rnn] Hidden size of the decoder (and of the encoder, per direction).", 1)
-    bidirectional: bool = _f(True, "[rnn] Bidirectional encoder.")
+    rnn_type: Literal["lstm", "gru"] = _f("lstm", "Recurrent cell.", when=RNN)
+    hidden_size: int = _f(512, "Hidden size of the decoder (and of the encoder, per direction).", 1, when=RNN)
+    bidirectional: bool = _f(True, "Bidirectional encoder.", when=RNN)
     attention: Literal["dot", "scaled_dot", "general", "additive", "none"] = _f(
-        "additive", "[rnn] Attention scorer; none = plain seq2seq on the final encoder state."
+        "additive", "Attention scorer; none = plain seq2seq on the final encoder state.", when=RNN
     )
     attention_style: Literal["bahdanau", "luong"] = _f(
-        "bahdanau",
-        "[rnn] bahdanau: attend from s_{t-1}, feed context into the RNN; luong: attend after the step.",
+        "bahdanau", "bahdanau: attend from s_{t-1}, feed context into the RNN; luong: attend after the step.",
+        when=RNN,
     )
-    input_feeding: bool = _f(True, "[rnn] Luong style: feed the previous attentional state as input.")
-    bridge: bool = _f(True, "[rnn] Initialise the decoder state from the encoder through a learned layer.")
+    input_feeding: bool = _f(True, "Feed the previous attentional state as input.",
+                             when={**RNN, "attention_style": ("luong",)})
+    bridge: bool = _f(True, "Initialise the decoder state from the encoder through a learned layer.",
+                      when=RNN)
 
 
 @dataclass
@@ -148,8 +164,10 @@ class TrainingConfig:
     warmup_steps: int = _f(
         1000, "Warm-up steps: linear for inverse_sqrt/constant/plateau; noam's formula has its own.", 0
     )
-    plateau_factor: float = _f(0.5, "plateau: multiply the LR by this when the dev metric stalls.", 0, 1)
-    plateau_patience: int = _f(2, "plateau: validations without improvement before decaying.", 0)
+    plateau_factor: float = _f(0.5, "Multiply the LR by this when the dev metric stalls.", 0, 1,
+                               when={"schedule": ("plateau",)})
+    plateau_patience: int = _f(2, "Validations without improvement before decaying the LR.", 0,
+                               when={"schedule": ("plateau",)})
     min_lr: float = _f(0.0, "Lower bound of the learning rate once warm-up is over.", 0)
     clip_norm: float = _f(1.0, "Clip the gradient norm to this (0 disables).", 0)
     label_smoothing: float = _f(0.1, "Label smoothing ε.", 0, 1)
@@ -185,18 +203,21 @@ class TrainingConfig:
         2000.0,
         "Scheduled sampling speed k: linear = steps to reach ss_min; exponential = steps to halve "
         "(p = 0.5^(step/k)); inverse_sigmoid: p = k/(k+exp(step/k)).",
-        0,
+        0, when={"scheduled_sampling": Not("none")},
     )
-    ss_min: float = _f(0.75, "Lowest probability of feeding the gold token.", 0, 1)
-    diversity_penalty: float = _f(0.0, "Weight of the multi-head diversity penalty ||AA^T - I||^2.", 0)
+    ss_min: float = _f(0.75, "Lowest probability of feeding the gold token.", 0, 1,
+                       when={"scheduled_sampling": Not("none")})
+    diversity_penalty: float = _f(0.0, "Weight of the multi-head diversity penalty ||AA^T - I||^2 (needs "
+                                  "attention weights).", 0, when={"model.attention": Not("none")})
     max_nonfinite: int = _f(5, "Abort after this many consecutive non-finite losses.", 1)
     # fine-tuning (docs/finetune.md)
     init_from: str = _f("", "Start from a trained model's weights (model dir or checkpoint file), keeping "
                         "its architecture and vocabulary; read when the run starts; recorded as that file.")
     init_from_sha256: str = _f("", "SHA-256 of the init_from checkpoint, recorded by `mtkit train`; when "
-                               "set, the parent must match it.")
+                               "set, the parent must match it.", when={"init_from": Not("")})
     init_keep: list[Literal["optimizer", "schedule", "step"]] = _f(
-        [], "With init_from, also carry over the optimizer state, the LR schedule's place, the step count.")
+        [], "Also carry over the parent's optimizer state, the LR schedule's place, the step count.",
+        when={"init_from": Not("")})
     freeze: list[Literal["embeddings", "encoder", "decoder", "output"]] = _f(
         [], "Parameter groups left untrained (tied embeddings and output projection are one tensor).")
 
@@ -206,7 +227,8 @@ class DecodingConfig:
     """Search settings used by `mtkit translate` and by validation."""
 
     beam_size: int = _f(5, "Beam size (1 = greedy).", 1)
-    length_penalty: float = _f(1.0, "GNMT length penalty α: score / ((5+len)/6)^α (0 disables).", 0)
+    length_penalty: float = _f(1.0, "GNMT length penalty α: score / ((5+len)/6)^α (0 disables).", 0,
+                               when={"length_norm": ("gnmt",)})
     length_norm: Literal["gnmt", "average", "none"] = _f(
         "gnmt", "Length normalisation: GNMT penalty, plain average log-prob, or none."
     )
@@ -217,9 +239,9 @@ class DecodingConfig:
     max_input_tokens: int = _f(
         400, "Longer inputs are split into sentences or windows of this many subwords and rejoined.", 8
     )
-    temperature: float = _f(1.0, "Sampling temperature (with sampling).", 0)
-    top_k: int = _f(0, "Sampling from the k most likely tokens (0 = all).", 0)
-    top_p: float = _f(1.0, "Nucleus sampling mass.", 0, 1)
+    temperature: float = _f(1.0, "Sampling temperature (`mtkit translate --sample`).", 0)
+    top_k: int = _f(0, "Sample from the k most likely tokens (0 = all; with --sample).", 0)
+    top_p: float = _f(1.0, "Nucleus sampling mass (with --sample).", 0, 1)
 
 
 @dataclass
@@ -235,66 +257,6 @@ class Config:
 
 # get_type_hints, not Field.type: with `from __future__ import annotations` the latter is a string
 SECTIONS: dict[str, type] = typing.get_type_hints(Config)
-
-
-# names other toolkits use for a key: `learning_rate` should point at `lr` though they share few letters
-_ALIASES = {"learning_rate": "lr", "batch_size": "max_tokens", "beam": "beam_size", "epochs": "max_epochs",
-            "steps": "max_steps", "vocab": "vocab_size", "layers": "encoder_layers", "hidden": "hidden_size"}
-
-
-def _suggest(key: str, valid: list[str]) -> str:
-    """The closest valid key: an alias, a spelling neighbour, or one that shares a `_`-separated prefix
-    (`lr_rate` → `lr`); else the list of valid keys."""
-    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
-    if not close and _ALIASES.get(key) in valid:
-        close = [_ALIASES[key]]
-    if not close:
-        related = [v for v in valid if key.startswith(v + "_") or v.startswith(key + "_")]
-        close = sorted(related, key=len, reverse=True)[:1]
-    if not close:
-        close = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
-    return f" (did you mean '{close[0]}'?)" if close else f" (valid keys: {', '.join(valid)})"
-
-
-_YAML11_MISSED_FLOAT = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
-
-
-def _coerce(value: Any, tp: Any, name: str) -> Any:
-    """Check `value` against the annotation `tp`, converting where YAML is loose (int → float)."""
-    origin = typing.get_origin(tp)
-    if origin is Literal:
-        choices = typing.get_args(tp)
-        if value not in choices:
-            raise ConfigError(f"{name}: {value!r} is not one of {', '.join(map(str, choices))}")
-        return value
-    if origin is list:
-        (item,) = typing.get_args(tp)
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{name}: expected a list, got {value!r}")
-        return [_coerce(v, item, f"{name}[{i}]") for i, v in enumerate(value)]
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{name}: expected true or false, got {value!r}")
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{name}: expected an integer, got {value!r}")
-        return value
-    if tp is float:
-        if isinstance(value, str) and _YAML11_MISSED_FLOAT.match(value.strip()):
-            return float(value)  # PyYAML (YAML 1.1) reads 1e-3 as a string; users mean a number
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{name}: expected a number, got {value!r}")
-        if not math.isfinite(value):  # NaN passes every range check, inf most
-            raise ConfigError(f"{name}: expected a finite number, got {value!r}")
-        return float(value)
-    if tp is str:
-        if value is None:
-            return ""
-        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-            raise ConfigError(f"{name}: expected a string, got {value!r}")
-        return str(value)
-    raise ConfigError(f"{name}: unsupported type {tp}")  # pragma: no cover - a programming error
 
 
 #: keys that used to be config keys and are now runtime options: refused in a user's config with a
@@ -318,9 +280,9 @@ def _build_section(cls: type, values: dict[str, Any], section: str, stored: bool
                 continue
             raise ConfigError(f"{section}.{key} is no longer a config key: {moved}")
         if key not in fields:
-            raise ConfigError(f"unknown key '{section}.{key}'{_suggest(key, list(fields))}")
+            raise ConfigError(f"unknown key '{section}.{key}'{suggest(key, list(fields))}")
         name = f"{section}.{key}"
-        value = _coerce(value, hints[key], name)
+        value = coerce(value, hints[key], name)
         meta = fields[key].metadata
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             if "min" in meta and value < meta["min"]:
@@ -341,17 +303,20 @@ def _check_consistency(cfg: Config) -> None:
 
 def from_dict(raw: dict[str, Any] | None, stored: bool = False) -> Config:
     """Validate a nested mapping (as read from YAML) into a Config. ``stored``: the config comes from a
-    checkpoint written by an earlier version, whose keys that became runtime options are dropped."""
+    checkpoint written by an earlier version, whose keys that became runtime options are dropped and
+    whose keys that do not apply to it (``check_applicable``) are not refused."""
     raw = raw or {}
     if not isinstance(raw, dict):
         raise ConfigError("the config must be a mapping with sections data, bpe, model, training, decoding")
     sections = {}
     for key, value in raw.items():
         if key not in SECTIONS:
-            raise ConfigError(f"unknown section '{key}'{_suggest(key, list(SECTIONS))}")
+            raise ConfigError(f"unknown section '{key}'{suggest(key, list(SECTIONS))}")
         sections[key] = _build_section(SECTIONS[key], value or {}, key, stored)
     cfg = Config(**sections)
     _check_consistency(cfg)
+    if not stored:  # an earlier version accepted keys of the other architecture: its models still load
+        check_applicable(cfg)
     return cfg
 
 
@@ -370,7 +335,7 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
             raise ConfigError(f"--set {item!r}: expected section.key=value, e.g. training.lr=0.001")
         section, key = parts
         if section not in SECTIONS:
-            raise ConfigError(f"--set: unknown section '{section}'{_suggest(section, list(SECTIONS))}")
+            raise ConfigError(f"--set: unknown section '{section}'{suggest(section, list(SECTIONS))}")
         try:
             value = yaml.safe_load(text)
         except yaml.YAMLError as exc:
@@ -398,7 +363,12 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
         except UnicodeDecodeError:
             raise ConfigError(f"{p}: not valid UTF-8") from None
     raw = apply_overrides(raw, overrides or [])
-    return from_dict(raw)
+    try:
+        return from_dict(raw)
+    except ConfigError as exc:  # name the file the mistake is in (it may be one of several)
+        if path is None or str(exc).startswith(str(path)):
+            raise
+        raise ConfigError(f"{path}: {exc}") from None
 
 
 def save_config(cfg: Config, path: str | Path) -> None:

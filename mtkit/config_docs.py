@@ -1,8 +1,10 @@
 """docs/config.md, rendered from the typed config so the key tables cannot go stale.
 
 ``render_markdown()`` is what ``mtkit config-keys --markdown`` prints: one Markdown table per config
-section (key | type | default | meaning), built from ``describe_keys()`` and the
-sections' own docstrings and value ranges. tests/test_docs.py checks that docs/config.md equals it.
+section (key | type | default | applies to | meaning), built from ``describe_keys()`` and the
+sections' own docstrings and value ranges. "applies to" comes from each field's ``when`` conditions
+(mtkit.config_checks), the same data that refuses a key set where it has no effect.
+tests/test_docs.py checks that docs/config.md equals it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import typing
 from typing import Literal
 
 from mtkit import config
+from mtkit.config_checks import applies_to
 
 COMMAND = "mtkit config-keys --markdown > docs/config.md"
 
@@ -25,9 +28,10 @@ stage: [data.md](data.md), [models.md](models.md), [training.md](training.md),
 [translate.md](translate.md)."""
 
 
-def describe_keys() -> list[tuple[str, str, str, str]]:
-    """(key, type, default, doc) for every config key: the source of docs/config.md."""
+def describe_keys() -> list[tuple[str, str, str, str, str]]:
+    """(key, type, default, applies to, doc) for every config key: the source of docs/config.md."""
     rows = []
+    fields_of = {s: {f.name: f for f in dataclasses.fields(c)} for s, c in config.SECTIONS.items()}
     for section, cls in config.SECTIONS.items():
         hints = typing.get_type_hints(cls)
         for f in dataclasses.fields(cls):
@@ -37,7 +41,8 @@ def describe_keys() -> list[tuple[str, str, str, str]]:
             else:
                 tname = getattr(tp, "__name__", str(tp))
             default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-            rows.append((f"{section}.{f.name}", tname, repr(default), f.metadata.get("doc", "")))
+            rows.append((f"{section}.{f.name}", tname, repr(default), applies_to(section, f, fields_of),
+                         f.metadata.get("doc", "")))
     return rows
 
 
@@ -83,7 +88,7 @@ def render_markdown() -> str:
     """docs/config.md: a header, then one table per section, in the order of the config."""
     rows = describe_keys()
     ranges, section_docs = _ranges(), _section_docs()
-    by_section: dict[str, list[tuple[str, str, str, str]]] = {}
+    by_section: dict[str, list[tuple[str, str, str, str, str]]] = {}
     for row in rows:
         by_section.setdefault(row[0].split(".", 1)[0], []).append(row)
     lines = [
@@ -99,9 +104,10 @@ def render_markdown() -> str:
         lines += ["", f"## {section}", ""]
         if section_docs.get(section):
             lines += [section_docs[section], ""]
-        lines += ["| key | type | default | meaning |", "| --- | --- | --- | --- |"]
-        for key, tname, default, doc in section_rows:
+        lines += ["| key | type | default | applies to | meaning |", "| --- | --- | --- | --- | --- |"]
+        for key, tname, default, applies, doc in section_rows:
             tcell = f"`{tname}`" + (f" {ranges[key]}" if key in ranges else "")
-            lines.append(f"| `{_cell(key)}` | {_cell(tcell)} | {_cell(_default(default))} | {_cell(doc)} |")
+            lines.append(f"| `{_cell(key)}` | {_cell(tcell)} | {_cell(_default(default))} | {_cell(applies)} "
+                         f"| {_cell(doc)} |")
     return "\n".join(lines) + "\n"
 

@@ -18,6 +18,7 @@ import torch
 
 from mtkit.checkpoint import load_checkpoint, resolve_checkpoint
 from mtkit.config import Config, apply_overrides, from_dict
+from mtkit.config_checks import check_applicable
 from mtkit.ct2 import is_exported
 from mtkit.data.meta import DataMeta, read_meta
 from mtkit.errors import CheckpointError, ConfigError, DataError
@@ -44,6 +45,7 @@ def load_model(model: str | Path, checkpoint: str = "best", overrides: Sequence[
     if not isinstance(raw, dict):
         raise CheckpointError(f"{file}: the stored config is not a mapping")
     cfg = from_dict(apply_overrides(raw, list(overrides)), stored=True)
+    check_applicable(cfg, [item.split("=", 1)[0].strip() for item in overrides])  # no silent --set
     try:
         meta = (DataMeta.from_dict(state["vocab"], str(file)) if state.get("vocab")
                 else read_meta(model_dir))

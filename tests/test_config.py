@@ -3,6 +3,7 @@ YAML, and the resolved config written next to the outputs reads back identically
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from mtkit.config import (
     save_config,
     to_dict,
 )
+from mtkit.config_checks import check_applicable
 from mtkit.config_docs import describe_keys
 from mtkit.errors import ConfigError
 
@@ -173,4 +175,81 @@ def test_every_key_is_documented() -> None:
     keys = [r[0] for r in rows]
     assert len(keys) == len(set(keys))
     assert {"data.train_src", "data.max_len_ratio", "bpe.vocab_size", "bpe.model"} <= set(keys)
-    assert all(doc.strip() for _, _, _, doc in rows)
+    assert all(doc.strip() for *_, doc in rows)
+
+
+def test_config_keys_say_where_each_key_applies() -> None:
+    applies = {key: where for key, _, _, where, _ in describe_keys()}
+    assert applies["model.heads"] == applies["model.norm"] == "transformer"
+    assert applies["model.emb_dim"] == applies["model.attention_style"] == "rnn"
+    assert applies["model.dropout"] == applies["model.tie_embeddings"] == applies["data.dir"] == "all"
+    assert applies["model.max_positions"] == "transformer, positions: learned"
+    assert applies["model.input_feeding"] == "rnn, attention_style: luong"
+    assert applies["training.plateau_factor"] == "schedule: plateau"
+    assert applies["training.init_keep"] == "init_from set"
+    assert applies["training.diversity_penalty"] == "model.attention ≠ none (rnn)"
+    assert not any("[rnn]" in doc or "[transformer]" in doc for *_, doc in describe_keys())  # data now
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"model": {"arch": "rnn", "heads": 8}},
+         r"^model\.heads applies only when model\.arch is transformer, and here it is rnn: remove "
+         r"model\.heads"),
+        ({"model": {"emb_dim": 64}}, r"^model\.emb_dim applies only when model\.arch is rnn"),
+        ({"model": {"arch": "rnn", "input_feeding": False}},
+         r"^model\.input_feeding applies only when model\.attention_style is luong, and here it is bahdanau"),
+        ({"model": {"positions": "relative", "max_positions": 64}},
+         r"^model\.max_positions applies only when model\.positions is learned"),
+        ({"training": {"schedule": "noam", "plateau_patience": 5}},
+         r"^training\.plateau_patience applies only when training\.schedule is plateau"),
+        ({"training": {"ss_min": 0.5}},
+         r"^training\.ss_min applies only when training\.scheduled_sampling is not none"),
+        ({"training": {"init_from_sha256": "ab"}},
+         r"^training\.init_from_sha256 is set but training\.init_from is not"),
+        ({"model": {"arch": "rnn", "attention": "none"}, "training": {"diversity_penalty": 0.1}},
+         r"^training\.diversity_penalty applies only when model\.attention is not none"),
+        ({"decoding": {"length_norm": "average", "length_penalty": 0.6}},
+         r"^decoding\.length_penalty applies only when decoding\.length_norm is gnmt"),
+    ],
+)
+def test_a_key_that_cannot_apply_is_refused_in_one_line(raw: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as refused:
+        from_dict(raw)
+    assert "\n" not in str(refused.value)
+    from_dict(raw, stored=True)  # a checkpoint's config written by an earlier version still loads
+
+
+def test_keys_at_their_defaults_are_accepted_for_either_architecture(tmp_path: Path) -> None:
+    """A resolved config.yaml holds every key: an RNN's holds the Transformer's keys at their defaults."""
+    rnn = load_config(None, ["model.arch=rnn", "model.attention_style=luong", "model.input_feeding=false"])
+    path = tmp_path / "config.yaml"
+    save_config(rnn, path)
+    assert load_config(path) == rnn
+    back = ["model.arch=transformer", "model.attention_style=bahdanau", "model.input_feeding=true"]
+    assert load_config(path, back).model.arch == "transformer"
+    with pytest.raises(ConfigError, match=r"config\.yaml: model\.attention_style applies only when model\.arch is rnn"):
+        load_config(path, ["model.arch=transformer"])  # the RNN's own settings are not defaults
+
+
+def test_the_check_can_be_limited_to_some_keys() -> None:
+    cfg = from_dict({"model": {"arch": "rnn", "heads": 8}}, stored=True)
+    check_applicable(cfg, ["model.dropout", "decoding.beam_size"])  # e.g. the keys a command line set
+    with pytest.raises(ConfigError, match=r"^model\.heads"):
+        check_applicable(cfg, ["model.heads"])
+
+
+def test_character_coverage_takes_what_sentencepiece_takes() -> None:
+    with pytest.raises(ConfigError, match=r"bpe\.character_coverage: 0\.9 is below the minimum 0\.98"):
+        from_dict({"bpe": {"character_coverage": 0.9}})  # sentencepiece refuses below 0.98
+
+
+def test_nan_and_inf_are_refused_and_the_file_is_named(tmp_path):
+    """NaN passes every range check (all comparisons are false): it must be refused by name."""
+    for text in (".nan", ".inf", "-.inf"):
+        path = tmp_path / "c.yaml"
+        path.write_text(f"training:\n  lr: {text}\n", encoding="utf-8")
+        expected = rf"^{re.escape(str(path))}: training\.lr: expected a finite number"
+        with pytest.raises(ConfigError, match=expected):
+            load_config(path)

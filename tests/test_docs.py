@@ -110,7 +110,7 @@ def test_pipes_in_cells_are_escaped():
     for line in render_markdown().splitlines():
         if line.startswith("| `"):
             cells = re.split(r"(?<!\\)\|", line.strip())[1:-1]
-            assert len(cells) == 4, line
+            assert len(cells) == 5, line
 
 
 def _module_exists(parts: list[str]) -> bool:

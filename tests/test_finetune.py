@@ -152,7 +152,7 @@ def test_fine_tuning_defaults_apply_only_to_keys_left_at_their_defaults(data, pa
 @pytest.mark.parametrize(("model", "bpe", "key"), [
     ({"d_model": 64, "heads": 2}, {}, "model.d_model"),
     ({"encoder_layers": 2}, {}, "model.encoder_layers"),
-    ({"arch": "rnn"}, {}, "model.arch"),
+    ({"arch": "rnn", "d_model": 256, "heads": 4, "d_ff": 1024}, {}, "model.arch"),
     ({}, {"vocab_size": 30}, "bpe.vocab_size"),
 ])
 def test_an_architecture_that_contradicts_the_parent_is_refused_by_key(data, parent, tmp_path, model, bpe,

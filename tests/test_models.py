@@ -61,6 +61,28 @@ def test_params_command_prints_the_breakdown(tmp_path) -> None:
     assert mismatch.exit_code != 0
 
 
+FAMILIES = {"transformer": {"d_model": 16, "heads": 2, "d_ff": 8}, "rnn": {"arch": "rnn", "emb_dim": 8,
+                                                                       "hidden_size": 12}}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize(("tie", "share"), [(True, True), (False, True), (True, False), (False, False)])
+def test_tie_and_share_mean_the_same_in_both_families(family: str, tie: bool, share: bool) -> None:
+    """share_all_embeddings: one source/target embedding; tie_embeddings: the output projection is the
+    target embedding. Independent keys: the Transformer once stayed tied whenever share_all was true."""
+    cfg = ModelConfig(**FAMILIES[family], tie_embeddings=tie, share_all_embeddings=share)
+    model = build_model(cfg, 20, 20, joint_vocab=True)
+    assert (model.src_embed is model.tgt_embed) is share
+    assert (model.output_proj.weight is model.tgt_embed.weight) is tie
+    notes = {label: note for label, _, note in parameter_breakdown(model)}  # what `mtkit params` prints
+    assert (notes["output projection"] == "tied to the target embedding") is tie
+    assert ("the output projection" in notes["target embedding"]) is tie
+    assert ("the source embedding" in notes["target embedding"]) is share
+    separate = build_model(cfg, 20, 24, joint_vocab=False)  # separate vocabularies: nothing to share
+    assert separate.src_embed is not separate.tgt_embed
+    assert (separate.output_proj.weight is separate.tgt_embed.weight) is tie
+
+
 def test_meta_build_counts_like_a_real_build() -> None:
     cfg = ModelConfig(arch="rnn", emb_dim=8, hidden_size=12, attention="general", attention_style="luong")
     real = build_model(cfg, 30, 40)

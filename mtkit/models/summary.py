@@ -47,15 +47,19 @@ def parameter_breakdown(model: Seq2Seq) -> list[tuple[str, int, str]]:
             label = _COMPONENTS.get(name.split(".")[0], name.split(".")[0])
             counts[label] = counts.get(label, 0) + p.numel()
     notes: dict[str, str] = {}
+    also: list[str] = []  # what else the target embedding is (share_all_embeddings, tie_embeddings)
     src, tgt = getattr(model, "src_embed", None), getattr(model, "tgt_embed", None)
     if src is not None and src is tgt:
-        notes["target embedding"] = "also the source embedding"
+        also.append("the source embedding")
         counts.setdefault("source embedding", 0)
         notes["source embedding"] = "shared with the target embedding"
     out = getattr(model, "output_proj", None)
     if out is not None and tgt is not None and out.weight is tgt.weight:
+        also.append("the output projection")
         counts.setdefault("output projection", 0)
         notes["output projection"] = "tied to the target embedding"
+    if also:
+        notes["target embedding"] = "also " + " and ".join(also)
     order = list(dict.fromkeys(_COMPONENTS.values()))
     labels = sorted(counts, key=lambda k: order.index(k) if k in order else len(order))
     return [(label, counts[label], notes.get(label, "")) for label in labels]

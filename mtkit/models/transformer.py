@@ -162,7 +162,9 @@ class Transformer(Seq2Seq):
         self.encoder_norm = nn.LayerNorm(d) if pre else None
         self.decoder_norm = nn.LayerNorm(d) if pre else None
         self.output_proj = nn.Linear(d, tgt_vocab_size, bias=False)
-        if cfg.tie_embeddings or share_all:
+        # the two keys are independent, as in the RNN: share_all_embeddings = one source/target
+        # embedding, tie_embeddings = the output projection is the target embedding
+        if cfg.tie_embeddings:
             self.output_proj.weight = self.tgt_embed.weight
         else:
             nn.init.normal_(self.output_proj.weight, std=d ** -0.5)

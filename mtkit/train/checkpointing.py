@@ -54,7 +54,7 @@ class Checkpointing:
         for key in ("optimizer", "scheduler", "train_state", "rng"):
             if key not in state:
                 raise CheckpointError(f"{path}: holds no training state ({key} missing); cannot resume")
-        if from_dict(state["config"]).model != self.cfg.model:
+        if from_dict(state["config"], stored=True).model != self.cfg.model:
             raise CheckpointError(f"{path}: was trained with a different model section of the config; "
                                   "restore it or train into a new model_dir")
         try:

@@ -229,7 +229,8 @@ def test_keys_at_their_defaults_are_accepted_for_either_architecture(tmp_path: P
     assert load_config(path) == rnn
     back = ["model.arch=transformer", "model.attention_style=bahdanau", "model.input_feeding=true"]
     assert load_config(path, back).model.arch == "transformer"
-    with pytest.raises(ConfigError, match=r"config\.yaml: model\.attention_style applies only when model\.arch is rnn"):
+    refused = r"config\.yaml: model\.attention_style applies only when model\.arch is rnn"
+    with pytest.raises(ConfigError, match=refused):
         load_config(path, ["model.arch=transformer"])  # the RNN's own settings are not defaults
 
 

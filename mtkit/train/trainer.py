@@ -49,7 +49,7 @@ from mtkit.train.distributed import (
 from mtkit.train.loss import diversity_penalty, label_smoothed_nll
 from mtkit.train.model_dir import write_model_files
 from mtkit.train.progress import TrainingDisplay, train_line, valid_line
-from mtkit.train.runtime import keep_freed_memory, make_optimizer, release_freed_memory
+from mtkit.train.runtime import heap_allocation, make_optimizer, release_freed_memory
 from mtkit.train.sampling import gold_probability, mix_predictions
 from mtkit.train.schedules import LRSchedule
 from mtkit.train.state import TrainState
@@ -90,7 +90,7 @@ class Trainer(Checkpointing):
         self.model_dir = Path(tc.model_dir)
         self.threads = torch.get_num_threads()
         if device.type == "cpu":
-            keep_freed_memory()
+            heap_allocation()
 
         self.train_data = ParallelData(cfg.data.dir, "train")
         if len(self.train_data) == 0:

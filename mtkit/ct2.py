@@ -41,6 +41,7 @@ import torch
 from mtkit.bpe import Bpe
 from mtkit.config import Config, DecodingConfig, apply_overrides, from_dict
 from mtkit.data.meta import DataMeta
+from mtkit.device import check_decode_precision
 from mtkit.errors import CheckpointError, ConfigError, DataError, MtkitError
 from mtkit.search import Hypothesis, normalise
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID
@@ -132,12 +133,8 @@ _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torc
 
 def compute_type(precision: str, int8: bool) -> str:
     """CTranslate2's compute_type for --precision/--int8; auto keeps the type chosen at export."""
-    if precision not in _COMPUTE:
-        raise ConfigError(f"--precision {precision!r}: use auto, fp32, bf16 or fp16")
+    check_decode_precision(precision, int8)
     if int8:
-        if precision not in ("auto", "fp32"):
-            raise ConfigError(f"--int8 computes in int8 and fp32; it does not combine with "
-                              f"--precision {precision}")
         return "int8_float32"
     return _COMPUTE[precision]
 

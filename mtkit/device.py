@@ -91,6 +91,15 @@ def autocast_dtype(precision: str, device: torch.device, setting: str = "--preci
     return torch.float16
 
 
+def check_decode_precision(precision: str, int8: bool) -> None:
+    """The --precision/--int8 combinations every decoding engine accepts (torch and CTranslate2)."""
+    if precision not in PRECISIONS:
+        raise ConfigError(f"--precision {precision!r}: use auto, fp32, bf16 or fp16")
+    if int8 and precision not in ("auto", "fp32"):
+        raise ConfigError(f"--int8 computes in int8 and fp32; it does not combine with "
+                          f"--precision {precision}")
+
+
 def decode_dtype(precision: str, device: torch.device, int8: bool = False) -> torch.dtype:
     """The dtype a model's weights and activations decode in.
 
@@ -99,12 +108,8 @@ def decode_dtype(precision: str, device: torch.device, int8: bool = False) -> to
     BLEU (docs/results.md); elsewhere fp32. Log-probabilities are always computed in fp32. ``fp32``
     gives results that do not depend on how sentences are batched.
     """
-    if precision not in PRECISIONS:
-        raise ConfigError(f"--precision {precision!r}: use auto, fp32, bf16 or fp16")
+    check_decode_precision(precision, int8)
     if int8:
-        if precision not in ("auto", "fp32"):
-            raise ConfigError(f"--int8 computes in int8 and fp32; it does not combine with "
-                              f"--precision {precision}")
         return torch.float32
     if precision == "auto" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
         return torch.float16  # unlike training (which would need loss scaling), decoding is safe in fp16
@@ -175,5 +180,5 @@ def dist_info_from_env() -> DistInfo:
 
 
 
-__all__ = ["PRECISIONS", "DistInfo", "allowed_cpus", "autocast", "autocast_dtype", "cpu_has_native_bf16",
-           "decode_dtype", "dist_info_from_env", "resolve_device", "thread_count", "threads"]
+__all__ = ["PRECISIONS", "DistInfo", "allowed_cpus", "autocast", "autocast_dtype", "check_decode_precision",
+           "cpu_has_native_bf16", "decode_dtype", "dist_info_from_env", "resolve_device", "thread_count", "threads"]

@@ -181,4 +181,5 @@ def dist_info_from_env() -> DistInfo:
 
 
 __all__ = ["PRECISIONS", "DistInfo", "allowed_cpus", "autocast", "autocast_dtype", "check_decode_precision",
-           "cpu_has_native_bf16", "decode_dtype", "dist_info_from_env", "resolve_device", "thread_count", "threads"]
+           "cpu_has_native_bf16", "decode_dtype", "dist_info_from_env", "resolve_device", "thread_count",
+           "threads"]

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Where training memory goes: RSS (and glibc's heap in use / free) after each update of the deb-en-de
+transformer-small, under one heap policy, with the trainer's own heap policy replaced.
+
+    python bench/memtrace.py POLICY UPDATES        # POLICY: mtkit, never_trim, glibc
+
+Needs bench/work/data-bin (`python bench/run.py --only prepare`). docs/results.md quotes its output.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+import run as bench  # noqa: E402
+
+import mtkit.train.trainer as trainer  # noqa: E402
+from mtkit.config import load_config  # noqa: E402
+
+LIBC = ctypes.CDLL("libc.so.6")
+_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4
+
+
+class _MallInfo(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+LIBC.mallinfo2.restype = _MallInfo
+POLICIES = {
+    "mtkit": trainer.heap_allocation,
+    "never_trim": lambda: bool(LIBC.mallopt(_M_MMAP_MAX, ctypes.c_int(0))
+                               and LIBC.mallopt(_M_TRIM_THRESHOLD, ctypes.c_int(2**31 - 1))),
+    "glibc": lambda: False,
+}
+
+
+def rss_mib() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def main() -> None:
+    policy, updates = sys.argv[1], int(sys.argv[2])
+    trainer.heap_allocation = POLICIES[policy]
+    peak = [0.0]
+
+    def sample() -> None:
+        while True:
+            peak[0] = max(peak[0], rss_mib())
+            time.sleep(0.05)
+
+    threading.Thread(target=sample, daemon=True).start()
+    trace: list[tuple[int, int, int, int, int]] = []
+    step = trainer.Trainer._optimizer_step
+
+    def traced(self, *args):  # noqa: ANN001, ANN202
+        step(self, *args)
+        info = LIBC.mallinfo2()
+        trace.append((self.step, round(rss_mib()), round(peak[0]), round(info.uordblks / 2**20),
+                      round(info.fordblks / 2**20)))
+
+    trainer.Trainer._optimizer_step = traced
+    files = bench.corpus_files(bench.default_data())
+    model_dir = Path(f"/tmp/memtrace-{policy}")
+    shutil.rmtree(model_dir, ignore_errors=True)
+    config = bench.write_config("transformer", model_dir.with_suffix(".yaml"), files,
+                                bench.REPO / "bench" / "work" / "data-bin", model_dir,
+                                {"max_steps": updates, "log_every": 10, "validate_every": updates // 2,
+                                 "max_time": 0, "max_epochs": 0, "valid_max_sentences": 300})
+    trainer.train(load_config(config))
+    events = [json.loads(line) for line in (model_dir / "metrics.jsonl").read_text().splitlines() if line]
+    rates = [e["tokens_per_s"] for e in events if e.get("event") == "train"][1:]
+    print(json.dumps({"policy": policy, "peak_rss_mib": round(peak[0]),
+                      "tokens_per_s": round(sum(rates) / len(rates)) if rates else None,
+                      "update, rss, peak, heap in use, heap free (MiB)": trace[::10]}))
+
+
+if __name__ == "__main__":
+    main()

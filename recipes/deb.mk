@@ -84,23 +84,8 @@ $(STAMPS)/prepared: $(LINKS)/DATA $(CORPUS) $(PREPARE_CONFIG)
 $(BIN)/meta.json: $(STAMPS)/prepared ;
 
 # ------------------------------------------------------------------------------------------- train
-# A new config or new data: the model starts from scratch (its old directory is removed).
-$(STAMPS)/%.fresh: %.yaml $(BIN)/meta.json
-	rm -rf $(WORK)/$*
-	@mkdir -p $(@D)
-	@touch $@
-
-# A budget change (TIME, STEPS) runs training again, which resumes from the last checkpoint.
-$(STAMPS)/%.budget: FORCE
-	$(call value_stamp,$@,max_time=$(TIME) max_steps=$(STEPS))
-
-# Named here so make does not take them for intermediate files of a chain and delete them after the run.
-.PHONY: stamps
-stamps: $(foreach m,$(MODELS),$(STAMPS)/$(m).fresh $(STAMPS)/$(m).budget)
-
-$(STAMPS)/%.trained: %.yaml $(STAMPS)/%.fresh $(STAMPS)/%.budget
-	$(MTKIT) train $< --max-time $(TIME) --max-steps $(STEPS) --device $(DEVICE) $(TRAIN_ARGS)
-	@touch $@
+# MODEL.yaml → work/MODEL: the shared rules (restart on a new config or data, resume on a new budget)
+include $(RECIPE_DIR)/../train.mk
 
 # --------------------------------------------------------------------------------------- translate
 $(HYP)/%.greedy.$(TGT): $(STAMPS)/%.trained $(LINKS)/test.$(SRC)

@@ -97,7 +97,7 @@ elif cmd == "score":
 
 def _copy_recipe(name: str, root: Path) -> Path:
     (root / "recipes").mkdir(parents=True)
-    for shared in ("common.mk", "deb.mk"):
+    for shared in ("common.mk", "deb.mk", "train.mk"):
         shutil.copy(RECIPES / shared, root / "recipes" / shared)
     target = root / "recipes" / name
     shutil.copytree(RECIPES / name, target, ignore=shutil.ignore_patterns("work", "__pycache__"))

@@ -13,7 +13,7 @@ How mtkit's search settings map (docs/export.md has the full table):
 * Beam search: CTranslate2 keeps the K best non-EOS extensions of the 2K best, like mtkit. With
   ``length_norm`` gnmt or average it stops a sentence at K finished hypotheses (mtkit's rule for
   gnmt); the raw log-probabilities are recovered and the hypotheses reranked with
-  ``mtkit.search.normalise``. With ``length_norm`` none it stops when the best beam ends, which
+  ``mtkit.translation.normalise``. With ``length_norm`` none it stops when the best beam ends, which
   finds the same best hypothesis as mtkit's bound.
 * Length limits are per sentence: a batch runs to its longest sentence's limit and a sentence whose
   search went past its own limit is searched again with that limit. At a limit CTranslate2 stops the
@@ -30,26 +30,27 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-import torch
-
 from mtkit.bpe import Bpe
 from mtkit.config import Config, DecodingConfig, apply_overrides, from_dict
 from mtkit.data.meta import DataMeta
 from mtkit.device import check_decode_precision
 from mtkit.errors import CheckpointError, ConfigError, DataError, MtkitError
-from mtkit.search import Hypothesis, normalise
+from mtkit.translation import Hypothesis, normalise
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
 if TYPE_CHECKING:
     from mtkit.translator import LoadOptions
 
 MANIFEST = "mtkit_export.json"
+#: source subwords × beam of one CPU sub-batch (see Ct2Model): smaller is faster up to a point
+SUB_BATCH_TOKENS = 2560
 FORMAT = "mtkit-ct2"
 FORMAT_VERSION = 1
 
@@ -128,7 +129,6 @@ def resolve_device(name: str, ct2: ModuleType) -> tuple[str, int]:
 
 
 _COMPUTE = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "auto": "default"}
-_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def compute_type(precision: str, int8: bool) -> str:
@@ -166,20 +166,28 @@ class Ct2Model:
                               f"the last decoder layer only (-1); use --engine torch for another layer")
         kind = compute_type(load.precision, load.int8)
         device, index = resolve_device(load.device, ct2)
-        before = torch.get_num_threads()
+        # On CPU, `threads` one-thread translators side by side, each taking sub-batches of
+        # ~SUB_BATCH_TOKENS: on 2 cores 2-5× faster than one translator with 2 threads, and smaller
+        # (docs/results.md, "Engines"). On a GPU, one translator takes whole batches.
+        self.sub_batch = 0 if device == "cuda" else SUB_BATCH_TOKENS
+        replicas, per_replica = (1, threads) if device == "cuda" else (threads, 1)
+        torch = sys.modules.get("torch")  # loaded by the program, or not at all
+        before = torch.get_num_threads() if torch else None
         try:
             self.translator = ct2.Translator(str(self.model_dir), device=device, device_index=index,
-                                             compute_type=kind, inter_threads=1, intra_threads=threads)
+                                             compute_type=kind, inter_threads=replicas,
+                                             intra_threads=per_replica)
         except (RuntimeError, ValueError) as exc:
             raise CheckpointError(f"{self.model_dir}: CTranslate2 cannot run it here with compute type "
                                   f"{kind} on {device} ({_first_line(exc)})") from None
         finally:
             # CTranslate2 loads with its thread count set in the calling thread, where it is also
             # PyTorch's (one OpenMP runtime); its worker threads set their own, so this one is restored
-            if torch.get_num_threads() != before:
+            if torch and torch.get_num_threads() != before:
                 torch.set_num_threads(before)
-        self.device = torch.device(device, index) if device == "cuda" else torch.device("cpu")
-        self.dtype = _DTYPES.get(self.translator.compute_type, torch.float32)
+        self.model = self.translator
+        self.device = f"{device}:{index}" if device == "cuda" else device
+        self.dtype = self.translator.compute_type
         self.src_pieces = _pieces(self.model_dir / self.meta.src_bpe)
         tgt_pieces = (self.src_pieces if self.meta.tgt_bpe == self.meta.src_bpe
                       else _pieces(self.model_dir / self.meta.tgt_bpe))
@@ -237,6 +245,8 @@ class Ct2Model:
                            sampling_temperature=cfg.temperature)
             if cfg.top_k == 1:  # CTranslate2 draws top-k 1 "samples" once: they are all the same
                 copies, options["num_hypotheses"] = nbest, 1
+        if self.sub_batch:
+            options.update(max_batch_size=max(1, self.sub_batch // k), batch_type="tokens")
         source = [[self.src_pieces[i] for i in ids] for ids in batch]
         try:
             results = self.translator.translate_batch(source, **options)
@@ -273,6 +283,8 @@ class Ct2Model:
         log_prob = score * len(pieces) ** penalty + forced_eos  # CTranslate2 divided by length^penalty
         att = None
         if attention is not None:
+            import torch  # attention matrices are tensors, for both engines
+
             att = torch.tensor(attention, dtype=torch.float32).reshape(len(attention), -1)
             if not ended:  # mtkit's rows end with the EOS step; a cut hypothesis never had one
                 att = torch.cat([att, att.new_zeros(1, att.size(1))])

@@ -7,6 +7,10 @@ every stage (train, translate, export) and for the Python API.
 - ``allowed_cpus`` / ``threads``: the cores this process may use, and a context manager that sets
   PyTorch's thread count for a block and restores it (library objects never change it for good).
 - ``dist_info_from_env``: this process's place in a torchrun job, for training and translation.
+
+PyTorch is imported by the functions that need it, not with the module: the ct2 engine (an exported
+model run by CTranslate2) checks precisions, counts threads and reads torchrun ranks from here and
+runs without loading torch (~210 MB of resident memory).
 """
 
 from __future__ import annotations
@@ -15,16 +19,19 @@ import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-
-import torch
+from typing import TYPE_CHECKING
 
 from mtkit.cpus import allowed_cpus
 from mtkit.errors import ConfigError
+
+if TYPE_CHECKING:
+    import torch
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 
 def _mps_available() -> bool:
+    import torch
     mps = getattr(torch.backends, "mps", None)
     return mps is not None and mps.is_available()
 
@@ -32,6 +39,7 @@ def _mps_available() -> bool:
 def resolve_device(name: str, local_rank: int | None = None, setting: str = "--device ") -> torch.device:
     """The torch device for ``name`` (auto, cpu, cuda, cuda:N, mps). ``local_rank`` (torchrun) picks
     the GPU of a plain ``cuda``; ``setting`` names the option in error messages."""
+    import torch
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "mps" if _mps_available() else "cpu"
     try:
@@ -72,6 +80,7 @@ def cpu_has_native_bf16() -> bool:
 
 def autocast_dtype(precision: str, device: torch.device, setting: str = "--precision ") -> torch.dtype | None:
     """The autocast dtype for ``precision`` on ``device`` (None = plain fp32), for training."""
+    import torch
     if precision not in PRECISIONS:
         raise ConfigError(f"{setting}{precision!r}: use auto, fp32, bf16 or fp16")
     if precision == "fp32":
@@ -108,6 +117,7 @@ def decode_dtype(precision: str, device: torch.device, int8: bool = False) -> to
     BLEU (docs/results.md); elsewhere fp32. Log-probabilities are always computed in fp32. ``fp32``
     gives results that do not depend on how sentences are batched.
     """
+    import torch
     check_decode_precision(precision, int8)
     if int8:
         return torch.float32
@@ -118,6 +128,7 @@ def decode_dtype(precision: str, device: torch.device, int8: bool = False) -> to
 
 def autocast(device: torch.device, dtype: torch.dtype | None) -> contextlib.AbstractContextManager:
     """torch.autocast for ``dtype``, or nothing for plain fp32."""
+    import torch
     if dtype is None:
         return contextlib.nullcontext()
     return torch.autocast(device_type=device.type, dtype=dtype)
@@ -133,6 +144,7 @@ def thread_count(threads: int = 0, share: int = 1) -> int:
 def threads(count: int) -> Iterator[None]:
     """Run a block with PyTorch's intra-op thread count set to ``count``, then restore it, so that a
     library object used inside another program leaves the program's setting as it found it."""
+    import torch
     before = torch.get_num_threads()
     if count != before:
         torch.set_num_threads(count)

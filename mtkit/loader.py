@@ -1,6 +1,5 @@
 """Loading trained models for decoding: rebuild a model from a checkpoint's stored config and
-vocabulary, put it on its device in its decoding dtype (or int8), and join ensembles; and decide which
-engine runs a model (``resolve_engine``: PyTorch for a model directory, CTranslate2 for an export).
+vocabulary, put it on its device in its decoding dtype (or int8), and join ensembles.
 
 Checkpoints are read with ``weights_only=True`` (`mtkit.checkpoint.load_checkpoint`): loading never
 runs code from the file.
@@ -19,7 +18,6 @@ import torch
 from mtkit.checkpoint import load_checkpoint, resolve_checkpoint
 from mtkit.config import Config, apply_overrides, from_dict
 from mtkit.config_checks import check_applicable
-from mtkit.ct2 import is_exported
 from mtkit.data.meta import DataMeta, read_meta
 from mtkit.errors import CheckpointError, ConfigError, DataError
 from mtkit.models import Seq2Seq, build_model
@@ -89,26 +87,6 @@ def load_for_decoding(model: str | Path, checkpoint: str, overrides: Sequence[st
     return main, net
 
 
-ENGINES = ("auto", "torch", "ct2")
-
-
-def resolve_engine(model: str | Path, engine: str = "auto") -> str:
-    """"torch" or "ct2" for ``model``: auto picks ct2 for a directory written by `mtkit export
-    --format ct2` and torch for anything else; an explicit engine must fit what ``model`` is."""
-    if engine not in ENGINES:
-        raise ConfigError(f"--engine {engine!r}: use auto, torch or ct2")
-    exported = is_exported(model)
-    if engine == "auto":
-        return "ct2" if exported else "torch"
-    if engine == "torch" and exported:
-        raise ConfigError(f"--engine torch: {model} is an exported CTranslate2 model; run it with "
-                          "--engine ct2 (or auto), or use the model directory it was exported from")
-    if engine == "ct2" and not exported:
-        raise ConfigError(f"--engine ct2: {model} is not an exported model (no mtkit_export.json and "
-                          f"model.bin); write one with `mtkit export -m {model} -o DIR`")
-    return engine
-
-
 def quantize_int8(model: Seq2Seq) -> Seq2Seq:
     """Dynamic int8 quantization of the linear layers (weights int8, activations quantized on the
     fly): smaller and usually faster matrix products on CPU, at a small cost in accuracy."""
@@ -117,4 +95,4 @@ def quantize_int8(model: Seq2Seq) -> Seq2Seq:
         return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
 
 
-__all__ = ["ENGINES", "LoadedModel", "load_for_decoding", "load_model", "quantize_int8", "resolve_engine"]
+__all__ = ["LoadedModel", "load_for_decoding", "load_model", "quantize_int8"]

@@ -22,32 +22,10 @@ from torch import Tensor
 from mtkit.config import DecodingConfig
 from mtkit.errors import ConfigError
 from mtkit.models.base import EncoderOutput, Seq2Seq
+from mtkit.translation import Hypothesis, normalise
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
 NEG_INF = float("-inf")
-
-
-@dataclass
-class Hypothesis:
-    """One translation: ``tokens`` without BOS/EOS; ``score`` normalised (used for ranking),
-    ``log_prob`` the plain sum; ``attention`` [H, len(tokens) + 1, source_len] (the last row is the
-    step that produced EOS; source positions are the real, unpadded ones) when asked for."""
-
-    tokens: list[int]
-    score: float
-    log_prob: float
-    attention: Tensor | None = None
-
-
-def normalise(log_prob: float | Tensor, length: int | Tensor, cfg: DecodingConfig) -> Any:
-    """The ranking score of a hypothesis of ``length`` tokens (EOS included)."""
-    if cfg.length_norm == "gnmt":
-        if cfg.length_penalty == 0:
-            return log_prob
-        return log_prob / ((5.0 + length) / 6.0) ** cfg.length_penalty
-    if cfg.length_norm == "average":
-        return log_prob / length
-    return log_prob
 
 
 # -------------------------------------------------------------------------------------- entry point

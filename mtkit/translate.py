@@ -167,7 +167,7 @@ def _run_chunks(model: str | Path, load: LoadOptions, search: SearchOptions, out
     head = out.head()
     translator = Translator(model, load, search)
     if isinstance(head, int):
-        heads = translator.model.num_attention_heads
+        heads = translator.backend.num_attention_heads
         if not -heads <= head < heads:
             raise ConfigError(f"--attention-head {head}: the model has {heads} heads (0..{heads - 1})")
     m = translator.config.model

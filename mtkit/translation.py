@@ -1,5 +1,5 @@
-"""What a translation is (`Translation`, `Candidate`) and how it is written: plain text, n-best lists,
-JSON lines, Pharaoh alignments.
+"""What a translation is (`Hypothesis` from a search, `Translation` and its `Candidate`s for a line)
+and how it is written: plain text, n-best lists, JSON lines, Pharaoh alignments.
 
 Every format keeps the line discipline of the input: plain and JSON write exactly one line per input
 line; n-best writes exactly N lines per input line. Sentence indices are 0-based (as in fairseq and
@@ -13,11 +13,37 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
-
-from torch import Tensor
+from typing import TYPE_CHECKING, Any, Literal
 
 from mtkit.errors import ConfigError
+
+if TYPE_CHECKING:  # attention is a tensor; torch is not needed to handle translations without it
+    from torch import Tensor
+
+    from mtkit.config import DecodingConfig
+
+
+@dataclass
+class Hypothesis:
+    """One translation: ``tokens`` without BOS/EOS; ``score`` normalised (used for ranking),
+    ``log_prob`` the plain sum; ``attention`` [H, len(tokens) + 1, source_len] (the last row is the
+    step that produced EOS; source positions are the real, unpadded ones) when asked for."""
+
+    tokens: list[int]
+    score: float
+    log_prob: float
+    attention: Tensor | None = None
+
+
+def normalise(log_prob: float | Tensor, length: int | Tensor, cfg: DecodingConfig) -> Any:
+    """The ranking score of a hypothesis of ``length`` tokens (EOS included)."""
+    if cfg.length_norm == "gnmt":
+        if cfg.length_penalty == 0:
+            return log_prob
+        return log_prob / ((5.0 + length) / 6.0) ** cfg.length_penalty
+    if cfg.length_norm == "average":
+        return log_prob / length
+    return log_prob
 
 
 @dataclass
@@ -71,6 +97,24 @@ def alignment_from_attention(attention: Tensor, head: int | str = "avg") -> list
         return []
     src_idx = weights.argmax(-1).tolist()
     return [(int(i), j) for j, i in enumerate(src_idx)]
+
+
+def join_attention(blocks: list[Tensor]) -> Tensor:
+    """Block-diagonal attention of a split line: each segment attends to its own source span. Rows
+    are the segments' target tokens followed by one final EOS row (the last segment's)."""
+    if len(blocks) == 1:
+        return blocks[0]
+    heads = blocks[0].size(0)
+    rows = sum(b.size(1) - 1 for b in blocks) + 1
+    cols = sum(b.size(2) for b in blocks)
+    joined = blocks[0].new_zeros(heads, rows, cols)
+    r = c = 0
+    for n, b in enumerate(blocks):
+        keep = b.size(1) if n == len(blocks) - 1 else b.size(1) - 1
+        joined[:, r:r + keep, c:c + b.size(2)] = b[:, :keep]
+        r += keep
+        c += b.size(2)
+    return joined
 
 
 def select_head(attention: Tensor, head: int | str = "avg") -> Tensor:
@@ -138,6 +182,5 @@ def _json_record(tr: Translation, nbest: int) -> dict:
     return record
 
 
-__all__ = ["Candidate", "OutputFormat", "Translation", "alignment_from_attention", "format_translation",
-           "one_line", "pharaoh",
-           "select_head"]
+__all__ = ["Candidate", "Hypothesis", "OutputFormat", "Translation", "alignment_from_attention",
+           "format_translation", "join_attention", "normalise", "one_line", "pharaoh", "select_head"]

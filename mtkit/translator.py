@@ -15,9 +15,10 @@ is read from, or written to, a checkpoint except the model's own decoding sectio
 ``SearchOptions.overrides`` may change. A Translator leaves process-wide settings (PyTorch's thread
 count) as it found them.
 
-Two engines search: PyTorch with `mtkit.search` for a model directory, and CTranslate2
-(`mtkit.ct2.Ct2Model`) for a directory written by `mtkit export`; ``LoadOptions.engine`` (auto by
-default) picks one, and everything around the search is the same for both.
+Two engines search (`mtkit.engine`): PyTorch with `mtkit.search` for a model directory, and
+CTranslate2 for a directory written by `mtkit export`; ``LoadOptions.engine`` (auto by default) picks
+one, and everything around the search is the same for both. This module imports neither engine, so
+an exported model translates without PyTorch in the process.
 """
 
 from __future__ import annotations
@@ -26,26 +27,26 @@ import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-import torch
-from torch import Tensor
 
 from mtkit.bpe import Bpe
 from mtkit.config import DecodingConfig
 from mtkit.data.batching import pack_sorted
-from mtkit.device import decode_dtype, resolve_device, thread_count, threads
+from mtkit.device import thread_count
+from mtkit.engine import Engine, open_engine, resolve_engine
 from mtkit.errors import ConfigError
-from mtkit.loader import load_for_decoding, resolve_engine
-from mtkit.search import Hypothesis, normalise, search
 from mtkit.segment import clean_line, cut_sentence, split_sentences
 from mtkit.textio import warn
-from mtkit.translation import Candidate, Translation, alignment_from_attention
-from mtkit.vocab import PAD_ID
-
-if TYPE_CHECKING:
-    from mtkit.ct2 import Ct2Model
+from mtkit.translation import (
+    Candidate,
+    Hypothesis,
+    Translation,
+    alignment_from_attention,
+    join_attention,
+    normalise,
+)
 
 
 @dataclass
@@ -127,22 +128,12 @@ class Translator:
         self.load_options, self.search_options = load, opts
         self.num_threads = thread_count(load.threads)
         self.engine = resolve_engine(model, load.engine)
-        self.backend: Ct2Model | None = None  # the ct2 engine; None: PyTorch and mtkit.search
-        if self.engine == "ct2":
-            from mtkit.ct2 import Ct2Model
-
-            self.backend = Ct2Model(model, load, overrides, self.num_threads, opts.attention_layer, opts.seed)
-            self.model: Any = self.backend
-            self.device, self.dtype = self.backend.device, self.backend.dtype
-            self.config, self.meta = self.backend.config, self.backend.meta
-            self.model_dir = self.backend.model_dir
-        else:
-            self.device = resolve_device(load.device)
-            self.dtype = decode_dtype(load.precision, self.device, load.int8)
-            with threads(self.num_threads):
-                main, self.model = load_for_decoding(model, load.checkpoint, overrides, self.device,
-                                                     self.dtype, load.int8, load.ensemble)
-            self.config, self.meta, self.model_dir = main.config, main.meta, main.model_dir
+        self.backend: Engine = open_engine(model, load, overrides, self.num_threads, opts.attention_layer,
+                                           opts.seed)
+        self.model: Any = self.backend.model
+        self.device, self.dtype = self.backend.device, self.backend.dtype
+        self.config, self.meta = self.backend.config, self.backend.meta
+        self.model_dir = self.backend.model_dir
         self.decoding: DecodingConfig = self.config.decoding
         self._check_attention_layer(opts.attention_layer)
         self.src_bpe = Bpe(self.model_dir / self.meta.src_bpe)
@@ -152,10 +143,6 @@ class Translator:
         self.sample = opts.sample
         self.attention_layer = opts.attention_layer
         self.max_tokens = opts.max_tokens
-        self.generator: torch.Generator | None = None
-        if opts.sample and self.backend is None:
-            self.generator = torch.Generator(self.device)
-            self.generator.manual_seed(opts.seed if opts.seed is not None else torch.Generator().seed())
         if self.decoding.beam_size < self.nbest and not opts.sample:
             self.decoding.beam_size = self.nbest
         self.max_input_tokens, self._limit_reason = self._input_limit()
@@ -174,10 +161,7 @@ class Translator:
         (and an exported position table) cannot go past their last row, for inputs and outputs."""
         limits = [(self.decoding.max_input_tokens, "decoding.max_input_tokens"),
                   (self.config.data.max_len, "data.max_len, the longest training sentence")]
-        m = self.config.model
-        rows = m.max_positions if m.arch == "transformer" and m.positions == "learned" else None
-        if self.backend is not None:
-            rows = self.backend.max_positions
+        rows = self.backend.max_positions
         if rows is not None:
             room = (rows - 1 - self.decoding.max_len_b) / max(self.decoding.max_len_a, 1.0)
             limits.append((min(int(room), rows), f"the model's {rows} positions"))
@@ -217,12 +201,6 @@ class Translator:
     def translate_chunk(self, lines: list[str], start: int = 0, need_attention: bool = False,
                         name: str = "<input>") -> list[Translation]:
         """Translations of ``lines``, numbered from ``start`` (the index of the first in the input)."""
-        with threads(self.num_threads):
-            return self._translate_chunk(lines, start, need_attention, name)
-
-    # ------------------------------------------------------------------------------- internals
-    def _translate_chunk(self, lines: list[str], start: int, need_attention: bool,
-                         name: str) -> list[Translation]:
         cleaned = [clean_line(line) for line in lines]
         out = [Translation(start + i, text) for i, text in enumerate(cleaned)]
         todo = [i for i, text in enumerate(cleaned) if text]
@@ -264,22 +242,9 @@ class Translator:
         budget = max(1, self.max_tokens // self.rows_per_sentence)
         results: list[list[Hypothesis]] = [[] for _ in items]
         for batch in pack_sorted(order, lengths, budget):
-            if self.backend is not None:
-                found = self.backend.search([items[i].ids for i in batch.tolist()], self.decoding, self.nbest,
-                                            need_attention, self.sample)
-                for idx, h in zip(batch.tolist(), found, strict=True):
-                    results[idx] = h
-                continue
-            width = int(lengths[batch].max())
-            src = torch.full((len(batch), width), PAD_ID, dtype=torch.long)
-            for row, idx in enumerate(batch):
-                ids = items[idx].ids
-                src[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
-            with torch.inference_mode():
-                hyps = search(self.model, src.to(self.device), self.decoding, nbest=self.nbest,
-                              need_attention=need_attention, sample=self.sample, generator=self.generator,
-                              attn_layer=self.attention_layer)
-            for idx, h in zip(batch.tolist(), hyps, strict=True):
+            found = self.backend.search([items[i].ids for i in batch.tolist()], self.decoding, self.nbest,
+                                        need_attention, self.sample)
+            for idx, h in zip(batch.tolist(), found, strict=True):
                 results[idx] = h
         return results
 
@@ -299,29 +264,11 @@ class Translator:
                 score = float(normalise(log_prob, len(token_ids) + 1, self.decoding))
             attention = alignment = None
             if need_attention and all(h.attention is not None for h in chosen):
-                attention = _join_attention([h.attention for h in chosen])
+                attention = join_attention([h.attention for h in chosen])
                 alignment = alignment_from_attention(attention[:, : len(token_ids)])
             out.append(Candidate(" ".join(t for t in texts if t), score, log_prob,
                                  self.tgt_bpe.id_to_piece(token_ids), token_ids, alignment, attention))
         return out
-
-
-def _join_attention(blocks: list[Tensor]) -> Tensor:
-    """Block-diagonal attention of a split line: each segment attends to its own source span. Rows
-    are the segments' target tokens followed by one final EOS row (the last segment's)."""
-    if len(blocks) == 1:
-        return blocks[0]
-    heads = blocks[0].size(0)
-    rows = sum(b.size(1) - 1 for b in blocks) + 1
-    cols = sum(b.size(2) for b in blocks)
-    joined = torch.zeros(heads, rows, cols)
-    r = c = 0
-    for n, b in enumerate(blocks):
-        keep = b.size(1) if n == len(blocks) - 1 else b.size(1) - 1
-        joined[:, r:r + keep, c:c + b.size(2)] = b[:, :keep]
-        r += keep
-        c += b.size(2)
-    return joined
 
 
 __all__ = ["LoadOptions", "SearchOptions", "Translator"]

@@ -26,9 +26,10 @@ from mtkit.bpe import Bpe, train_bpe
 from mtkit.checkpoint import save_checkpoint
 from mtkit.config import Config, ModelConfig, to_dict
 from mtkit.ct2 import MANIFEST, is_exported
+from mtkit.engine import resolve_engine
 from mtkit.errors import ConfigError, MtkitError
 from mtkit.export import check_expressible, run_export
-from mtkit.loader import load_model, resolve_engine
+from mtkit.loader import load_model
 from mtkit.models import build_model
 from mtkit.train.trainer import train
 from mtkit.translator import Translator
@@ -309,6 +310,51 @@ def test_cli_export_then_translate_the_exported_directory(trained, tmp_path):
     assert [p.name for p in plots.iterdir()] == ["attention-000000.png"]  # the mean of the heads
     one_error(mtkit("translate", "-m", str(out), "--attention-plot", str(plots), "--attention-head", "1",
                     stdin="a\n"), "averaged over the heads")
+
+
+_WITHOUT_TORCH = textwrap.dedent("""
+    import sys
+    from mtkit.cli import main
+    sys.argv = ["mtkit", "translate", *sys.argv[1:]]
+    try:
+        main()
+    finally:
+        print("torch loaded" if "torch" in sys.modules else "torch not loaded", file=sys.stderr)
+""")
+
+
+@needs_ct2
+@pytest.mark.parametrize("beam", [1, 4])
+def test_exported_model_translates_without_torch_in_the_process(trained, tmp_path, beam):
+    """PyTorch alone is ~210 MB resident: the ct2 engine's process must not load it."""
+    _, exported, lines = trained
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(lines + HOSTILE) + "\n", encoding="utf-8")
+    out = tmp_path / "out.txt"
+    proc = subprocess.run([sys.executable, "-c", _WITHOUT_TORCH, "-m", str(exported), "-i", str(source),
+                           "-o", str(out), "--beam", str(beam), "--threads", "2"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stderr.strip().endswith("torch not loaded"), proc.stderr
+    reference = exact(exported, beam_size=beam).translate(lines + HOSTILE)
+    assert out.read_text(encoding="utf-8").splitlines() == reference
+
+
+@needs_ct2
+@pytest.mark.parametrize("beam", [1, 4])
+def test_sub_batches_on_two_translators_give_the_same_lines(trained, monkeypatch, beam):
+    """On CPU the ct2 engine splits each batch into sub-batches for single-thread translators side by
+    side: the lines, their order and their scores do not change."""
+    import mtkit.ct2
+
+    _, exported, lines = trained
+    whole = exact(exported, beam_size=beam).translate_hypotheses(lines)
+    monkeypatch.setattr(mtkit.ct2, "SUB_BATCH_TOKENS", 8 * beam)  # ~1 sentence per sub-batch
+    split = Translator(exported, device="cpu", threads=2, precision="fp32", beam_size=beam)
+    assert split.model.num_translators == 2 and split.backend.sub_batch == 8 * beam
+    found = split.translate_hypotheses(lines)
+    assert [t.text for t in found] == [t.text for t in whole]
+    assert [t.hypotheses[0].score for t in found] == pytest.approx([t.hypotheses[0].score for t in whole],
+                                                                   rel=1e-4)  # padding differs
 
 
 # ------------------------------------------------------------------------------------------ Argos

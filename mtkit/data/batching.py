@@ -15,12 +15,15 @@ in memory (numpy); tokens are read from the memmaps when a batch is collated.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from mtkit.data.shards import ParallelData
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID
+
+if TYPE_CHECKING:  # batches are tensors; packing (the ct2 engine's use) needs only numpy
+    import torch
 
 
 def batch_cost_lengths(src_lengths: np.ndarray, tgt_lengths: np.ndarray) -> np.ndarray:
@@ -133,6 +136,8 @@ class Batch:
 
 def collate(data: ParallelData, ids: np.ndarray) -> Batch:
     """Read sentences `ids` from the memmaps into padded tensors (src; BOS+tgt; tgt+EOS)."""
+    import torch
+
     src_off, tgt_off = data.src.offsets, data.tgt.offsets
     src_len = (src_off[ids + 1] - src_off[ids]).astype(np.int64)
     tgt_len = (tgt_off[ids + 1] - tgt_off[ids]).astype(np.int64)

@@ -1,0 +1,84 @@
+"""The two engines that search for a `Translator`, and which one runs a given directory.
+
+An engine turns batches of source subword ids into hypotheses; everything around that (cleaning,
+sentence splitting, BPE, batching, order, output formats) is the Translator's and the same for both:
+
+* ``torch`` (`mtkit.torch_engine.TorchEngine`): a model directory (or checkpoint, or ensemble),
+  searched by `mtkit.search` in PyTorch;
+* ``ct2`` (`mtkit.ct2.Ct2Model`): a directory written by `mtkit export --format ct2`, searched by
+  CTranslate2. It runs without importing PyTorch (only attention matrices, when asked for, are
+  tensors), which is what keeps an exported model's translation process small.
+
+Each engine module is imported only when its engine is chosen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from mtkit.errors import ConfigError
+
+if TYPE_CHECKING:
+    from mtkit.config import Config, DecodingConfig
+    from mtkit.data.meta import DataMeta
+    from mtkit.translation import Hypothesis
+    from mtkit.translator import LoadOptions
+
+ENGINES = ("auto", "torch", "ct2")
+
+
+class Engine(Protocol):
+    """What a Translator needs from an engine."""
+
+    config: Config  # the model's config; its decoding section is the default search
+    meta: DataMeta  # vocabulary sizes and the sentencepiece models (files in ``model_dir``)
+    model_dir: Path
+    max_positions: int | None  # longest sequence the model's positions cover (None: any length)
+    device: Any  # where it computes (a torch.device, or CTranslate2's device name)
+    dtype: Any  # in what precision (a torch.dtype, or CTranslate2's compute type)
+    model: Any  # what searches (the torch module or ensemble; the CTranslate2 translator)
+
+    @property
+    def num_attention_heads(self) -> int: ...
+
+    def search(self, batch: list[list[int]], cfg: DecodingConfig, nbest: int = 1,
+               need_attention: bool = False, sample: bool = False) -> list[list[Hypothesis]]:
+        """Hypotheses (best first, at most ``nbest``) for each source in ``batch`` (subword ids, no
+        padding, any order of lengths)."""
+        ...
+
+
+def resolve_engine(model: str | Path, engine: str = "auto") -> str:
+    """"torch" or "ct2" for ``model``: auto picks ct2 for a directory written by `mtkit export
+    --format ct2` and torch for anything else; an explicit engine must fit what ``model`` is."""
+    from mtkit.ct2 import is_exported
+
+    if engine not in ENGINES:
+        raise ConfigError(f"--engine {engine!r}: use auto, torch or ct2")
+    exported = is_exported(model)
+    if engine == "auto":
+        return "ct2" if exported else "torch"
+    if engine == "torch" and exported:
+        raise ConfigError(f"--engine torch: {model} is an exported CTranslate2 model; run it with "
+                          "--engine ct2 (or auto), or use the model directory it was exported from")
+    if engine == "ct2" and not exported:
+        raise ConfigError(f"--engine ct2: {model} is not an exported model (no mtkit_export.json and "
+                          f"model.bin); write one with `mtkit export -m {model} -o DIR`")
+    return engine
+
+
+def open_engine(model: str | Path, load: LoadOptions, overrides: Sequence[str], threads: int,
+                attention_layer: int = -1, seed: int | None = None) -> Engine:
+    """The engine ``load.engine`` (or auto) chooses for ``model``, loaded and ready to search."""
+    if resolve_engine(model, load.engine) == "ct2":
+        from mtkit.ct2 import Ct2Model
+
+        return Ct2Model(model, load, overrides, threads, attention_layer, seed)
+    from mtkit.torch_engine import TorchEngine
+
+    return TorchEngine(model, load, overrides, threads, attention_layer, seed)
+
+
+__all__ = ["ENGINES", "Engine", "open_engine", "resolve_engine"]

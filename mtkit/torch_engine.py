@@ -1,0 +1,64 @@
+"""The torch engine behind `mtkit.Translator`: a trained model directory (a checkpoint, or an
+ensemble of model directories) searched by `mtkit.search` in PyTorch.
+
+It loads the model on its device in its decoding dtype (or dynamically quantized to int8), pads each
+batch of subword ids into one tensor and runs the search under ``torch.inference_mode`` with
+PyTorch's thread count set for the call and restored after it (a library object leaves the
+program's setting as it found it). Sampling draws from the engine's own seeded generator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+
+from mtkit.config import DecodingConfig
+from mtkit.device import decode_dtype, resolve_device, threads
+from mtkit.loader import load_for_decoding
+from mtkit.search import search
+from mtkit.translation import Hypothesis
+from mtkit.vocab import PAD_ID
+
+if TYPE_CHECKING:
+    from mtkit.translator import LoadOptions
+
+
+class TorchEngine:
+    """A model (or ensemble) on its device, searched one padded batch at a time."""
+
+    def __init__(self, model: str | Path, load: LoadOptions, overrides: Sequence[str], threads_: int,
+                 attention_layer: int = -1, seed: int | None = None) -> None:
+        self.device = resolve_device(load.device)
+        self.dtype = decode_dtype(load.precision, self.device, load.int8)
+        self.threads = threads_
+        self.attention_layer = attention_layer
+        with threads(threads_):
+            main, self.model = load_for_decoding(model, load.checkpoint, overrides, self.device,
+                                                 self.dtype, load.int8, load.ensemble)
+        self.config, self.meta, self.model_dir = main.config, main.meta, main.model_dir
+        m = self.config.model
+        self.max_positions = m.max_positions if m.arch == "transformer" and m.positions == "learned" else None
+        self.generator = torch.Generator(self.device)
+        self.generator.manual_seed(seed if seed is not None else torch.Generator().seed())
+
+    @property
+    def num_attention_heads(self) -> int:
+        return self.model.num_attention_heads
+
+    def search(self, batch: list[list[int]], cfg: DecodingConfig, nbest: int = 1,
+               need_attention: bool = False, sample: bool = False) -> list[list[Hypothesis]]:
+        """Hypotheses (best first, at most ``nbest``) for each source in ``batch`` (subword ids)."""
+        if not batch:
+            return []
+        src = torch.full((len(batch), max(len(ids) for ids in batch)), PAD_ID, dtype=torch.long)
+        for row, ids in enumerate(batch):
+            src[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+        with threads(self.threads), torch.inference_mode():
+            return search(self.model, src.to(self.device), cfg, nbest=nbest, need_attention=need_attention,
+                          sample=sample, generator=self.generator, attn_layer=self.attention_layer)
+
+
+__all__ = ["TorchEngine"]

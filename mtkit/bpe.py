@@ -6,8 +6,10 @@ PAD_ID = 0, UNK_ID = 1, BOS_ID = 2, EOS_ID = 3.
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
+from array import array
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -30,23 +32,45 @@ def _trainer_message(exc: RuntimeError) -> str:
     return re.sub(r"^.*\] ", "", text)
 
 
-def _sample_sentences(inputs: list[str], limit: int, seed: int) -> list[str]:
-    """Reservoir-sample `limit` non-empty lines across all inputs (all lines when limit is 0)."""
-    rng = random.Random(seed)
-    reservoir: list[str] = []
-    seen = 0
+def _nonempty_lines(inputs: list[str]) -> Iterator[str]:
     for path in inputs:
         for line in read_lines(path, strict=True):
-            if not line.strip():
-                continue
-            seen += 1
-            if limit <= 0 or len(reservoir) < limit:
-                reservoir.append(line)
-            else:
-                j = rng.randrange(seen)
-                if j < limit:
-                    reservoir[j] = line
-    return reservoir
+            if line.strip():
+                yield line
+
+
+def _sample_sentences(inputs: list[str], limit: int, seed: int) -> Iterator[str]:
+    """`limit` non-empty lines drawn uniformly across all inputs (all lines when limit is 0 or more
+    than there are), in input order.
+
+    The draw keeps line numbers, not lines (a reservoir of ``limit`` integers), and a second pass
+    over the files yields the chosen lines to the trainer as it reads them: mtkit holds no copy of
+    the sample, only sentencepiece does. Small inputs (no more lines than ``limit``) are read once.
+    """
+    rng = random.Random(seed)
+    reservoir = array("q")
+    buffered: list[str] | None = []  # the lines themselves while they are still all chosen
+    for seen, line in enumerate(_nonempty_lines(inputs)):
+        if limit <= 0 or seen < limit:
+            reservoir.append(seen)
+            if buffered is not None:
+                buffered.append(line)
+        else:
+            buffered = None
+            j = rng.randrange(seen + 1)
+            if j < limit:
+                reservoir[j] = seen
+    if buffered is not None:
+        yield from buffered
+        return
+    chosen = iter(sorted(reservoir))
+    wanted = next(chosen, -1)
+    for number, line in enumerate(_nonempty_lines(inputs)):
+        if number == wanted:
+            yield line
+            wanted = next(chosen, -1)
+            if wanted < 0:
+                return
 
 
 def train_bpe(inputs: list[str], model_prefix: str, vocab_size: int = 8000,
@@ -56,12 +80,13 @@ def train_bpe(inputs: list[str], model_prefix: str, vocab_size: int = 8000,
     if not inputs:
         raise MtkitError("bpe train: give at least one --input file")
     sentences = _sample_sentences(inputs, input_sentence_size, seed)
-    if not sentences:
+    first = next(sentences, None)
+    if first is None:
         raise DataError(f"bpe train: no non-empty lines in {', '.join(inputs)}")
     Path(model_prefix).parent.mkdir(parents=True, exist_ok=True)
     try:
         spm.SentencePieceTrainer.train(
-            sentence_iterator=iter(sentences),
+            sentence_iterator=itertools.chain([first], sentences),
             model_prefix=str(model_prefix),
             model_type="bpe",
             vocab_size=vocab_size,

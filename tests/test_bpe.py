@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from mtkit.bpe import Bpe, decode_stream, encode_stream, train_bpe
+from mtkit.bpe import Bpe, _sample_sentences, decode_stream, encode_stream, train_bpe
 from mtkit.errors import DataError, MtkitError
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
@@ -84,6 +85,27 @@ def test_sampling_limits_training_sentences(tmp_path: Path) -> None:
     pieces = lambda m: [m.id_to_piece([i])[0] for i in range(len(m))]  # noqa: E731
     assert pieces(a) == pieces(b)  # same seed, same sample, same model
     assert pieces(a) != pieces(c)  # 20 sampled sentences give other merges than all 400
+
+
+def test_sample_is_a_seeded_uniform_subset_in_input_order(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("".join(f"a{i}\n" for i in range(300)) + "\n  \n", encoding="utf-8")  # blank lines skipped
+    b.write_text("".join(f"b{i}\n" for i in range(300)), encoding="utf-8")
+    inputs = [str(a), str(b)]
+    every = [f"a{i}" for i in range(300)] + [f"b{i}" for i in range(300)]
+    assert list(_sample_sentences(inputs, 0, 1)) == every
+    assert list(_sample_sentences(inputs, 600, 1)) == every
+    drawn = list(_sample_sentences(inputs, 50, 7))
+    assert len(drawn) == 50 and len(set(drawn)) == 50
+    assert drawn == sorted(drawn, key=every.index)  # input order, from both files
+    assert drawn == list(_sample_sentences(inputs, 50, 7)) != list(_sample_sentences(inputs, 50, 8))
+    counts = Counter(line for seed in range(200) for line in _sample_sentences(inputs, 60, seed))
+    firsts, lasts = sum(counts[f"a{i}"] for i in range(100)), sum(counts[f"b{i}"] for i in range(200, 300))
+    assert abs(firsts - lasts) < 0.15 * (firsts + lasts)  # each line ~ 60/600 of the draws, wherever it is
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"ok\n\xff\n")
+    with pytest.raises(DataError, match="bad.txt:2"):
+        next(_sample_sentences([str(a), str(bad)], 10, 1))  # before the trainer sees a line
 
 
 def test_missing_or_invalid_model(tmp_path: Path) -> None:

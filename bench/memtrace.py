@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Where training memory goes: RSS (and glibc's heap in use / free) after each update of the deb-en-de
-transformer-small, under one heap policy, with the trainer's own heap policy replaced.
+transformer-small, under one heap policy (set before the trainer starts).
 
-    python bench/memtrace.py POLICY UPDATES        # POLICY: mtkit, never_trim, glibc
+    python bench/memtrace.py POLICY UPDATES        # POLICY: glibc (mtkit's), heap, never_trim, mmap1m
 
 Needs bench/work/data-bin (`python bench/run.py --only prepare`). docs/results.md quotes its output.
 """
@@ -23,9 +23,10 @@ import run as bench  # noqa: E402
 
 import mtkit.train.trainer as trainer  # noqa: E402
 from mtkit.config import load_config  # noqa: E402
+from mtkit.device import bound_kernel_caches  # noqa: E402
 
 LIBC = ctypes.CDLL("libc.so.6")
-_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_MMAP_MAX = -1, -3, -4
 
 
 class _MallInfo(ctypes.Structure):
@@ -35,10 +36,14 @@ class _MallInfo(ctypes.Structure):
 
 LIBC.mallinfo2.restype = _MallInfo
 POLICIES = {
-    "mtkit": trainer.heap_allocation,
+    "glibc": lambda: True,  # mtkit's: glibc's defaults
+    # what mtkit did before 2026-11-23: every block from the heap, the heap top trimmed at once
+    "heap": lambda: bool(LIBC.mallopt(_M_MMAP_MAX, ctypes.c_int(0))
+                         and LIBC.mallopt(_M_TRIM_THRESHOLD, ctypes.c_int(0))),
     "never_trim": lambda: bool(LIBC.mallopt(_M_MMAP_MAX, ctypes.c_int(0))
                                and LIBC.mallopt(_M_TRIM_THRESHOLD, ctypes.c_int(2**31 - 1))),
-    "glibc": lambda: False,
+    # blocks from 1 MiB up mapped afresh and unmapped on free (fixing the threshold stops glibc raising it)
+    "mmap1m": lambda: bool(LIBC.mallopt(_M_MMAP_THRESHOLD, ctypes.c_int(1 << 20))),
 }
 
 
@@ -49,7 +54,8 @@ def rss_mib() -> float:
 
 def main() -> None:
     policy, updates = sys.argv[1], int(sys.argv[2])
-    trainer.heap_allocation = POLICIES[policy]
+    bound_kernel_caches()  # as the CLI does (ONEDNN_PRIMITIVE_CACHE_CAPACITY=1024 etc. to see without)
+    POLICIES[policy]()
     peak = [0.0]
 
     def sample() -> None:

@@ -14,6 +14,10 @@ One run measures, on the Debian en→de corpus (DATA, default ../shared/data/deb
              the joined references. Many test lines are headings or messages without a final stop,
              which no splitter can tell from the next line once joined; so the same again ("_marked")
              with the first 600 lines that end with . ! ? and start with a capital or digit.
+* engines    one model run every way mtkit can (PyTorch fp32/bf16/int8, CTranslate2 float32/int8):
+             speed, BLEU, peak RSS, lines equal to PyTorch fp32 (bench/engines.py; needs --model);
+* processes  the test set translated by 1 process and by 2 (torchrun): speed, RSS, BLEU, lines equal
+             (bench/processes.py; needs --model).
 
 Every stage runs as its own `mtkit` subprocess, exactly as a user runs it; its peak RSS is measured by a
 small launcher process (getrusage of its children), so the bench's own memory does not leak into it.
@@ -48,7 +52,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 RECIPE = REPO / "recipes" / "deb-en-de"
-PARTS = ("prepare", "train", "translate", "paragraphs", "engines")
+PARTS = ("prepare", "train", "translate", "paragraphs", "engines", "processes")
 PARAGRAPH_LINES = 600
 PARAGRAPH_SIZES = (10, 50, 300)
 ARCHS = ("transformer", "rnn")
@@ -467,6 +471,15 @@ def print_table(results: dict[str, Any]) -> None:
             table.add_row("engines", f"{key}, {engines['sentences']:,} sentences",
                           f"{_fmt(r['sentences_per_s'])} sent/s, BLEU {_fmt(r['bleu'], '.2f')}, "
                           f"{100 * r['same_as_torch_fp32']:.1f}% = torch fp32", _fmt(r["peak_rss_mib"]))
+    processes = results.get("processes", {})
+    if "skipped" in processes:
+        table.add_row("processes", "skipped", processes["skipped"], "")
+    for key, r in processes.items():
+        if isinstance(r, dict):
+            table.add_row("processes", f"{key}, {processes['sentences']:,} sentences",
+                          f"{_fmt(r['sentences_per_s'])} sent/s, BLEU {_fmt(r['bleu'], '.2f')}, "
+                          f"{100 * r['same_as_1_process']:.1f}% = 1 process",
+                          _fmt(r["peak_rss_mib_per_process"]))
     console = Console(soft_wrap=False)
     if not console.is_terminal:  # a log file or a pipe: wide enough for one line per row
         console = Console(soft_wrap=False, width=120)
@@ -529,10 +542,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results.update({"machine": machine, "data": str(args.data), "quick": args.quick,
                     "date": _dt.datetime.now().isoformat(timespec="seconds")})
     from engines import bench_engines
+    from processes import bench_processes
 
     stages = {"prepare": bench_prepare, "train": bench_train, "translate": bench_translate,
               "paragraphs": bench_paragraphs,
-              "engines": lambda a, f: bench_engines(a, f, run_measured, mtkit, bleu_of, count_lines)}
+              "engines": lambda a, f: bench_engines(a, f, run_measured, mtkit, bleu_of, count_lines),
+              "processes": lambda a, f: bench_processes(a, f, run_measured, mtkit, bleu_of, count_lines)}
     for part in args.parts:
         results[part] = stages[part](args, files)
         # each part says when and from which commit it was measured: an --only run keeps the others

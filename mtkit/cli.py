@@ -12,6 +12,7 @@ from pathlib import Path
 import typer
 
 from mtkit import __version__
+from mtkit.device import bound_kernel_caches
 from mtkit.errors import MtkitError, OutputClosed
 
 app = typer.Typer(
@@ -378,6 +379,7 @@ def params(
 
 
 def main() -> None:
+    bound_kernel_caches()  # before any command computes: the CLI owns its process
     try:
         app()
     except OutputClosed:

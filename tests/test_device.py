@@ -65,3 +65,29 @@ def test_threads_are_restored():
     with pytest.raises(RuntimeError), threads(before + 2):
         raise RuntimeError("boom")
     assert torch.get_num_threads() == before
+
+
+def test_kernel_caches_are_bounded_by_every_command_unless_the_user_chose(monkeypatch):
+    from mtkit import cli
+
+    for name in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LRU_CACHE_CAPACITY", "7")
+    monkeypatch.setattr("sys.argv", ["mtkit", "--version"])
+    with pytest.raises(SystemExit):
+        cli.main()
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == str(device.KERNEL_CACHE_CAPACITY)
+    assert os.environ["LRU_CACHE_CAPACITY"] == "7"  # the user's value wins
+
+
+def test_library_import_changes_no_environment():
+    """Only the CLI bounds the caches: importing mtkit (a library user's process) leaves them."""
+    import subprocess
+    import sys
+
+    code = ("import os, mtkit.translator, mtkit.train.trainer; "
+            "print(os.environ.get('ONEDNN_PRIMITIVE_CACHE_CAPACITY'), os.environ.get('LRU_CACHE_CAPACITY'))")
+    caches = ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")
+    env = {k: v for k, v in os.environ.items() if k not in caches}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.stdout.split() == ["None", "None"], out.stderr

@@ -81,6 +81,8 @@ def test_model_dir_holds_everything_the_translator_needs(copy_data, tmp_path):
     for key in ("step", "epoch", "loss", "ppl", "lr", "tokens_per_s", "padding", "elapsed"):
         assert train_event[key] is not None, key
     assert 0 <= train_event["padding"] < 0.5
+    # memory is logged with every interval: a process holding torch and a model is > 50 MiB
+    assert 50 < train_event["rss_mib"] <= train_event["peak_rss_mib"] < 64 * 1024
 
 
 def test_early_stopping_and_max_epochs(copy_data, tmp_path):

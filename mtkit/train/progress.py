@@ -71,7 +71,15 @@ def train_line(event: dict) -> str:
     return (f"step {event['step']} | epoch {event['epoch']} | loss {event['loss']:.3f} "
             f"| nll {event['nll']:.3f} | ppl {ppl:.2f} | lr {event['lr']:.3e} "
             f"| {event['tokens_per_s']:,.0f} tgt tok/s | pad {100 * event['padding']:.1f}% "
-            f"| {hms(event['elapsed'])}")
+            f"{_memory(event)}| {hms(event['elapsed'])}")
+
+
+def _memory(event: dict) -> str:
+    """"| rss 1,402 MiB (peak 1,715) " — the process's resident memory now and at its highest."""
+    if event.get("peak_rss_mib") is None:
+        return ""
+    now = f"{event['rss_mib']:,} MiB " if event.get("rss_mib") is not None else ""
+    return f"| rss {now}(peak {event['peak_rss_mib']:,}) "
 
 
 def valid_line(step: int, valid: dict, best: Validation | None, metric: str) -> str:

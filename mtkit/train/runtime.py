@@ -1,15 +1,17 @@
-"""How fast training runs on its device: the optimizer kernel and the CPU allocator."""
+"""How training runs on its device: the optimizer kernel, and the memory of the process (the heap's
+free pages handed back after a validation, the resident size for the log)."""
 
 from __future__ import annotations
 
 import ctypes
+import os
+import resource
+import sys
 
 import torch
 from torch import nn
 
 from mtkit.config import TrainingConfig
-
-_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4  # glibc mallopt parameters
 
 
 def make_optimizer(model: nn.Module, tc: TrainingConfig, device: torch.device) -> torch.optim.Optimizer:
@@ -26,36 +28,33 @@ def make_optimizer(model: nn.Module, tc: TrainingConfig, device: torch.device) -
     return cls(params, **kwargs)
 
 
-def heap_allocation() -> bool:
-    """Serve large tensors from glibc's heap instead of a fresh mmap each, trimming only the heap top.
-
-    By default glibc maps every allocation above a few MB afresh and unmaps it on free, so each
-    step's big temporaries ([tokens, vocab] logits and their gradient, ~128 MB for a 4096-token
-    batch) pay page faults on first touch; this made zero-filling such a tensor 8× and a softmax
-    over it 4× slower. The trim threshold stays 0: free memory at the top of the heap goes back to
-    the kernel at once. (Earlier versions asked for a threshold of 2**40, which the C ``int``
-    argument truncated to this same 0; measured on deb-en-de transformer-small, 100 updates, 2 cores:
-    never trimming trains 2-15% faster but peaks 300-650 MiB higher, glibc's defaults peak ~400 MiB
-    lower and train ~10% slower; docs/results.md.) A no-op (False) where glibc is not the C library.
-    """
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        no_mmap = libc.mallopt(_M_MMAP_MAX, ctypes.c_int(0))
-        return bool(no_mmap) and bool(libc.mallopt(_M_TRIM_THRESHOLD, ctypes.c_int(0)))
-    except (OSError, AttributeError):
-        return False
-
-
 def release_freed_memory() -> bool:
     """Hand the heap's free pages back to the kernel (glibc ``malloc_trim``).
 
-    The price of ``heap_allocation``: batches of ever new shapes fragment a heap that never shrinks,
-    and the process's resident size crept up (transformer-small: 4.6 GB after 8 minutes, 5.3 GB after
-    30). The trainer calls this after each validation, for the cost of page faults in the next step.
-    Measured: it drops by 0.5-1.6 GB there but climbs again in between (an en-es run still peaked at
-    5.8 GB), so it trims the peak's aftermath, not the peak. False where glibc is missing.
+    Training keeps glibc's own heap policy: tensors above its (adaptive) mmap threshold are mapped
+    and unmapped, smaller ones come from the heap, which batches of ever new shapes fragment. A
+    validation makes many shapes of its own (greedy search over the dev set); the trainer calls this
+    after each one, so that the pages its tensors left free in the heap do not stay resident for
+    the rest of the run. (Earlier versions served every tensor from the heap and never trimmed it:
+    ~13% faster, but the resident size grew without bound; docs/results.md.) False where glibc is
+    missing.
     """
     try:
         return bool(ctypes.CDLL("libc.so.6").malloc_trim(0))
     except (OSError, AttributeError):
         return False
+
+
+def resident_mib() -> tuple[float | None, float]:
+    """(resident set size now, peak so far) of this process in MiB, for the training log: memory that
+    grows shows there, update by update. The current size is read where the system tells it
+    (/proc on Linux; None elsewhere); the peak is the kernel's high-water mark."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak_mib = peak / (2**20 if sys.platform == "darwin" else 2**10)  # bytes on macOS, KiB on Linux
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            now = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        now = None
+    return now, peak_mib
+

@@ -49,7 +49,7 @@ from mtkit.train.distributed import (
 from mtkit.train.loss import diversity_penalty, label_smoothed_nll
 from mtkit.train.model_dir import write_model_files
 from mtkit.train.progress import TrainingDisplay, train_line, valid_line
-from mtkit.train.runtime import heap_allocation, make_optimizer, release_freed_memory
+from mtkit.train.runtime import make_optimizer, release_freed_memory, resident_mib
 from mtkit.train.sampling import gold_probability, mix_predictions
 from mtkit.train.schedules import LRSchedule
 from mtkit.train.state import TrainState
@@ -89,8 +89,6 @@ class Trainer(Checkpointing):
         tc = self.tc
         self.model_dir = Path(tc.model_dir)
         self.threads = torch.get_num_threads()
-        if device.type == "cpu":
-            heap_allocation()
 
         self.train_data = ParallelData(cfg.data.dir, "train")
         if len(self.train_data) == 0:
@@ -316,6 +314,8 @@ class Trainer(Checkpointing):
             "tokens_per_s": tokens / seconds, "padding": 1.0 - real / padded if padded else 0.0,
             "elapsed": round(self._elapsed(), 2),
         }
+        rss, peak = resident_mib()
+        event.update(rss_mib=None if rss is None else round(rss), peak_rss_mib=round(peak))
         if self.info.is_main:
             assert self.metrics is not None
             self.metrics.write(event)

@@ -49,8 +49,8 @@ if TYPE_CHECKING:
     from mtkit.translator import LoadOptions
 
 MANIFEST = "mtkit_export.json"
-#: source subwords × beam of one CPU sub-batch (see Ct2Model): smaller is faster up to a point
-SUB_BATCH_TOKENS = 2560
+#: source subwords of one CPU sub-batch (see Ct2Model); divided by the beam size for int8 weights
+SUB_BATCH_TOKENS = 1024
 FORMAT = "mtkit-ct2"
 FORMAT_VERSION = 1
 
@@ -166,8 +166,9 @@ class Ct2Model:
                               f"the last decoder layer only (-1); use --engine torch for another layer")
         kind = compute_type(load.precision, load.int8)
         device, index = resolve_device(load.device, ct2)
-        # On CPU, `threads` one-thread translators side by side, each taking sub-batches of
-        # ~SUB_BATCH_TOKENS: on 2 cores 2-5× faster than one translator with 2 threads, and smaller
+        # On CPU, `threads` one-thread translators side by side, each taking sub-batches of about
+        # SUB_BATCH_TOKENS source subwords (int8: that many subwords × beam, its kernels prefer small
+        # products): on 2 cores up to 4× faster than one translator with 2 threads, and smaller
         # (docs/results.md, "Engines"). On a GPU, one translator takes whole batches.
         self.sub_batch = 0 if device == "cuda" else SUB_BATCH_TOKENS
         replicas, per_replica = (1, threads) if device == "cuda" else (threads, 1)
@@ -246,7 +247,8 @@ class Ct2Model:
             if cfg.top_k == 1:  # CTranslate2 draws top-k 1 "samples" once: they are all the same
                 copies, options["num_hypotheses"] = nbest, 1
         if self.sub_batch:
-            options.update(max_batch_size=max(1, self.sub_batch // k), batch_type="tokens")
+            per_beam = k if self.translator.compute_type.startswith("int8") else 1
+            options.update(max_batch_size=max(1, self.sub_batch // per_beam), batch_type="tokens")
         source = [[self.src_pieces[i] for i in ids] for ids in batch]
         try:
             results = self.translator.translate_batch(source, **options)

@@ -348,9 +348,9 @@ def test_sub_batches_on_two_translators_give_the_same_lines(trained, monkeypatch
 
     _, exported, lines = trained
     whole = exact(exported, beam_size=beam).translate_hypotheses(lines)
-    monkeypatch.setattr(mtkit.ct2, "SUB_BATCH_TOKENS", 8 * beam)  # ~1 sentence per sub-batch
+    monkeypatch.setattr(mtkit.ct2, "SUB_BATCH_TOKENS", 8)  # ~1 sentence per sub-batch
     split = Translator(exported, device="cpu", threads=2, precision="fp32", beam_size=beam)
-    assert split.model.num_translators == 2 and split.backend.sub_batch == 8 * beam
+    assert split.model.num_translators == 2 and split.backend.sub_batch == 8
     found = split.translate_hypotheses(lines)
     assert [t.text for t in found] == [t.text for t in whole]
     assert [t.hypotheses[0].score for t in found] == pytest.approx([t.hypotheses[0].score for t in whole],

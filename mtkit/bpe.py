@@ -18,7 +18,7 @@ import sentencepiece as spm
 from mtkit.cpus import allowed_cpus
 from mtkit.errors import DataError, MtkitError
 from mtkit.textio import chunked, read_lines
-from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID  # noqa: F401 - the ids the trainer assigns
+from mtkit.vocab import BOS_ID, BPE_SAMPLE_SENTENCES, EOS_ID, PAD_ID, UNK_ID  # noqa: F401 - ids it assigns
 
 
 def _threads() -> int:
@@ -74,7 +74,7 @@ def _sample_sentences(inputs: list[str], limit: int, seed: int) -> Iterator[str]
 
 
 def train_bpe(inputs: list[str], model_prefix: str, vocab_size: int = 8000,
-              character_coverage: float = 1.0, input_sentence_size: int = 1_000_000,
+              character_coverage: float = 1.0, input_sentence_size: int = BPE_SAMPLE_SENTENCES,
               seed: int = 1) -> Path:
     """Train a BPE model on one or more files (joint when several); returns PREFIX.model."""
     if not inputs:

@@ -14,6 +14,7 @@ import typer
 from mtkit import __version__
 from mtkit.device import bound_kernel_caches
 from mtkit.errors import MtkitError, OutputClosed
+from mtkit.vocab import BPE_SAMPLE_SENTENCES
 
 app = typer.Typer(
     help="mtkit: neural machine translation from the command line "
@@ -54,7 +55,8 @@ def bpe_train(
     vocab_size: int = typer.Option(8000, "--vocab-size", help="Vocabulary size."),
     model_prefix: str = typer.Option(..., "--model-prefix", help="Writes PREFIX.model and PREFIX.vocab."),
     character_coverage: float = typer.Option(1.0, help="Share of characters covered (0.9995 for CJK)."),
-    input_sentence_size: int = typer.Option(1_000_000, help="Sample at most this many sentences (0 = all)."),
+    input_sentence_size: int = typer.Option(BPE_SAMPLE_SENTENCES,
+                                            help="Sample at most this many sentences (0 = all)."),
     seed: int = typer.Option(1, help="Sampling seed."),
 ) -> None:
     """Train a BPE model (joint over several inputs). Ids: pad=0 unk=1 bos=2 eos=3."""

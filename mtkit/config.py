@@ -20,6 +20,7 @@ import yaml
 
 from mtkit.config_checks import Condition, Not, check_applicable, coerce, suggest
 from mtkit.errors import ConfigError
+from mtkit.vocab import BPE_SAMPLE_SENTENCES
 
 #: the resolved config beside the data it made (data.dir) and the model it trained (model_dir)
 CONFIG_FILE = "config.yaml"
@@ -76,7 +77,7 @@ class BpeConfig:
         "sentencepiece accepts 0.98 to 1).", 0.98, 1.0
     )
     input_sentence_size: int = _f(
-        1_000_000, "Sample at most this many sentences to train BPE (0 = use all).", 0
+        BPE_SAMPLE_SENTENCES, "Sample at most this many sentences to train BPE (0 = use all).", 0
     )
     model: str = _f("", "Existing joint model (PREFIX.model) to reuse instead of training one; copied "
                     "into data.dir.")

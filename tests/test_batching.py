@@ -7,7 +7,7 @@ import pytest
 
 from mtkit.data.batching import TokenBatchSampler, batch_cost_lengths, collate, pack_sorted, sampler_for
 from mtkit.data.meta import DataMeta, write_meta
-from mtkit.data.shards import ParallelData, ShardWriter
+from mtkit.data.shards import ParallelData, Shard, ShardWriter
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
 
@@ -108,6 +108,23 @@ def _write_split(tmp_path, pairs):
                                   src_bpe="bpe.model", tgt_bpe="bpe.model",
                                   splits={"train": {"sentences": len(pairs)}}))
     return ParallelData(tmp_path, "train")
+
+
+def test_shards_stream_their_offsets_to_disk(tmp_path, monkeypatch):
+    """Offsets go to the .idx file block by block (memory does not grow with the corpus), and the
+    sentences read back are the ones written, across block boundaries and with empty ones."""
+    monkeypatch.setattr(ShardWriter, "_BLOCK", 3)
+    rng = np.random.default_rng(0)
+    sentences = [rng.integers(4, 50, size=int(n)).tolist() for n in rng.integers(0, 6, size=17)]
+    writer = ShardWriter(tmp_path / "x.src", np.dtype(np.uint16))
+    for ids in sentences:
+        writer.add(ids)
+        assert len(writer._pending) < 3  # never more than a block in memory
+    assert len(writer) == 17 and writer.num_tokens == sum(map(len, sentences))
+    writer.close()
+    shard = Shard(tmp_path / "x.src", np.dtype(np.uint16))
+    assert len(shard) == 17 and [shard[i].tolist() for i in range(17)] == sentences
+    assert not list(tmp_path.glob("*.tmp"))
 
 
 def test_collate_pads_and_adds_bos_eos(tmp_path):

@@ -24,35 +24,50 @@ def token_dtype(vocab_size: int) -> np.dtype:
 
 
 class ShardWriter:
-    """Append sentences to a .bin file as they stream by; offsets are kept (8 bytes a sentence)."""
+    """Append sentences to a .bin file and their offsets to an .idx file as they stream by: memory
+    holds one small block of offsets, whatever the number of sentences (8 bytes each in the file)."""
+
+    _BLOCK = 1 << 16  # offsets buffered between writes
 
     def __init__(self, prefix: Path, dtype: np.dtype):
         self.prefix = Path(prefix)
         self.dtype = dtype
         # f-strings, not with_suffix: "train.src" already has a suffix that with_suffix would replace
         self._tmp_bin = Path(f"{self.prefix}.bin.tmp")
+        self._tmp_idx = Path(f"{self.prefix}.idx.tmp")
         self._bin = open(self._tmp_bin, "wb")  # noqa: SIM115 - stays open while sentences stream in
-        self._offsets = array("q", [0])  # 8 bytes a sentence (a list of ints would take ~36)
+        self._idx = open(self._tmp_idx, "wb")  # noqa: SIM115
+        self._pending = array("q", [0])  # offsets not yet written
+        self._count = 0
+        self._tokens = 0
 
     def add(self, ids: list[int]) -> None:
         self._bin.write(np.asarray(ids, dtype=self.dtype).tobytes())
-        self._offsets.append(self._offsets[-1] + len(ids))
+        self._tokens += len(ids)
+        self._count += 1
+        self._pending.append(self._tokens)
+        if len(self._pending) >= self._BLOCK:
+            self._flush_offsets()
+
+    def _flush_offsets(self) -> None:
+        self._idx.write(self._pending.tobytes())  # native byte order, int64, as np.fromfile reads it
+        self._pending = array("q")
 
     def __len__(self) -> int:
-        return len(self._offsets) - 1
+        return self._count
 
     @property
     def num_tokens(self) -> int:
-        return self._offsets[-1]
+        return self._tokens
 
     def close(self) -> None:
-        self._bin.flush()
-        os.fsync(self._bin.fileno())
-        self._bin.close()
-        tmp_idx = Path(f"{self.prefix}.idx.tmp")
-        np.frombuffer(self._offsets, dtype=np.int64).tofile(tmp_idx)
+        self._flush_offsets()
+        for f in (self._bin, self._idx):
+            f.flush()
+            os.fsync(f.fileno())
+            f.close()
         os.replace(self._tmp_bin, Path(f"{self.prefix}.bin"))
-        os.replace(tmp_idx, Path(f"{self.prefix}.idx"))
+        os.replace(self._tmp_idx, Path(f"{self.prefix}.idx"))
 
 
 class Shard:

@@ -5,7 +5,9 @@ One run measures, on the Debian en→de corpus (DATA, default ../shared/data/deb
 
 * prepare    pairs/s of `mtkit prepare` (joint BPE 8000 trained + every split encoded) and its peak RSS;
 * train      target tokens/s of transformer-small and of the RNN (the deb-en-de recipe configs) over a
-             fixed number of updates after a warm-up, read from the run's metrics.jsonl; peak RSS;
+             fixed number of updates after a warm-up, read from the run's metrics.jsonl; peak RSS, and
+             the resident size at update 200 and at the last (validations on 300 dev sentences every
+             third of the run, as in the recipe); `--steps 580 --archs transformer` is issue #11's run;
 * translate  sentences/s of greedy and beam-5 search on the test set, for the whole command and for the
              model alone (the whole command minus the same command on an empty input); peak RSS.
 * paragraphs whether a long line is translated whole: the first 600 test lines joined into paragraphs
@@ -225,17 +227,31 @@ def throughput(metrics: Path, warmup: int) -> dict[str, float]:
             "measured_updates": steps, "measured_seconds": round(seconds, 2)}
 
 
+def resident_growth(metrics: Path, after: int = 200) -> dict[str, Any]:
+    """Resident size at the first logged update from ``after`` on and at the last one (the issue #11
+    test of flat memory: the last within 10% of the first), from the train events' rss_mib."""
+    events = [json.loads(line) for line in metrics.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rss = [(e["step"], e["rss_mib"]) for e in events if e.get("event") == "train" and e.get("rss_mib")]
+    later = [x for x in rss if x[0] >= after] or rss[-1:]
+    if not later:
+        return {}
+    (first_step, first), (last_step, last) = later[0], rss[-1]
+    return {"rss_mib_at": {str(first_step): first, str(last_step): last},
+            "rss_last_over_first": round(last / first, 3)}
+
+
 def bench_train(args: argparse.Namespace, files: dict[str, Path]) -> dict[str, Any]:
     if not (args.work / "data-bin" / "meta.json").is_file():
         raise BenchError(f"no prepared data in {args.work / 'data-bin'}: run the prepare part first")
     results = {}
     total = args.warmup + args.steps
     log_every = max(1, min(args.log_every, args.steps // 5 or 1))
-    for arch in ARCHS:
+    for arch in args.archs:
         model_dir = args.work / f"model-{arch}"
         shutil.rmtree(model_dir, ignore_errors=True)
+        # validations as in the recipe (300 dev sentences), so that memory they leave behind shows
         training = {"max_steps": total, "max_time": 0, "max_epochs": 0, "log_every": log_every,
-                    "validate_every": total, "valid_max_sentences": 50, "device": args.device}
+                    "validate_every": max(50, total // 3), "valid_max_sentences": 300, "device": args.device}
         if args.quick:
             training["max_tokens"] = 1024  # a smoke run: small batches, so each update takes a moment
         cfg = write_config(arch, args.work / f"train-{arch}.yaml", files, args.work / "data-bin", model_dir,
@@ -248,6 +264,7 @@ def bench_train(args: argparse.Namespace, files: dict[str, Path]) -> dict[str, A
         entry.update({"parameters": int(params.group(1).replace(",", "")) if params else None,
                       "max_tokens": training.get("max_tokens", _config_value(arch, "training", "max_tokens")),
                       "command_seconds": round(wall, 2), "peak_rss_mib": _mib(rss)})
+        entry.update(resident_growth(model_dir / "metrics.jsonl"))
         results[arch] = entry
     return results
 
@@ -437,8 +454,11 @@ def print_table(results: dict[str, Any]) -> None:
         table.add_row("prepare", f"{p['pairs']:,} pairs, BPE {p['bpe_vocab']}",
                       f"{_fmt(p['pairs_per_s'])} pairs/s", _fmt(p["peak_rss_mib"]))
     for arch, t in results.get("train", {}).items():
+        growth = ", RSS " + " → ".join(f"{v:,} @ {k}" for k, v in t["rss_mib_at"].items()) \
+            if t.get("rss_mib_at") else ""
         table.add_row("train", f"{arch} ({_fmt(t['parameters'], ',d')} params)",
-                      f"{_fmt(t['tgt_tokens_per_s'], ',.0f')} tgt tok/s, {t['updates_per_s']:.2f} upd/s",
+                      f"{_fmt(t['tgt_tokens_per_s'], ',.0f')} tgt tok/s, {t['updates_per_s']:.2f} upd/s"
+                      f"{growth}",
                       _fmt(t["peak_rss_mib"]))
     for name, t in results.get("translate", {}).items():
         if name == "skipped":
@@ -501,6 +521,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=None, help="measured updates (default 100; quick 6)")
     p.add_argument("--warmup", type=int, default=None, help="updates before measuring (default 20; quick 2)")
     p.add_argument("--log-every", type=int, default=10, help="training log interval in updates")
+    p.add_argument("--archs", default=",".join(ARCHS), help="train part: comma-separated architectures")
     p.add_argument("--model", action="append", default=[], help="translate with this model dir (repeatable)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N, mps")
     p.add_argument("--precision", default="auto", help="translate --precision: auto, fp32, bf16, fp16")
@@ -527,6 +548,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         if name not in PARTS:
             p.error(f"unknown part {name!r}: choose from {', '.join(PARTS)}")
     args.parts = [x for x in PARTS if x in chosen and x not in skipped]
+    args.archs = [a.strip() for a in args.archs.split(",") if a.strip()]
+    if not args.archs or set(args.archs) - set(ARCHS):
+        p.error(f"--archs: choose from {', '.join(ARCHS)}")
     return args
 
 

@@ -41,6 +41,14 @@ def test_throughput_without_measured_interval_is_an_error(tmp_path: Path) -> Non
         bench.throughput(_metrics(tmp_path / "m.jsonl", events), warmup=0)
 
 
+def test_resident_growth_compares_the_last_update_with_update_200(tmp_path: Path) -> None:
+    events = [{"event": "train", "step": step, "rss_mib": rss}
+              for step, rss in ((100, 900), (190, 1000), (210, 1200), (400, 1300), (600, 1320))]
+    events.insert(3, {"event": "valid", "step": 300})
+    out = bench.resident_growth(_metrics(tmp_path / "m.jsonl", events))
+    assert out == {"rss_mib_at": {"210": 1200, "600": 1320}, "rss_last_over_first": 1.1}
+
+
 def test_run_measured_reports_the_child_s_own_peak_memory(tmp_path: Path) -> None:
     small = [sys.executable, "-c", "pass"]
     big = [sys.executable, "-c", "x = bytearray(200 * 2**20); x[::4096] = b'1' * len(x[::4096])"]

@@ -19,7 +19,9 @@ One run measures, on the Debian en→de corpus (DATA, default ../shared/data/deb
 * engines    one model run every way mtkit can (PyTorch fp32/bf16/int8, CTranslate2 float32/int8):
              speed, BLEU, peak RSS, lines equal to PyTorch fp32 (bench/engines.py; needs --model);
 * processes  the test set translated by 1 process and by 2 (torchrun): speed, RSS, BLEU, lines equal
-             (bench/processes.py; needs --model).
+             (bench/processes.py; needs --model);
+* scale      prepare at 145k, 1.4M and 14.2M pairs (the training data repeated), and training on the
+             smallest and largest (bench/scale.py; ~15 minutes, 1.1 GB of corpus, 1.6 GB of shards).
 
 Every stage runs as its own `mtkit` subprocess, exactly as a user runs it; its peak RSS is measured by a
 small launcher process (getrusage of its children), so the bench's own memory does not leak into it.
@@ -54,7 +56,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 RECIPE = REPO / "recipes" / "deb-en-de"
-PARTS = ("prepare", "train", "translate", "paragraphs", "engines", "processes")
+PARTS = ("prepare", "train", "translate", "paragraphs", "engines", "processes", "scale")
 PARAGRAPH_LINES = 600
 PARAGRAPH_SIZES = (10, 50, 300)
 ARCHS = ("transformer", "rnn")
@@ -567,11 +569,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     "date": _dt.datetime.now().isoformat(timespec="seconds")})
     from engines import bench_engines
     from processes import bench_processes
+    from scale import bench_scale
 
     stages = {"prepare": bench_prepare, "train": bench_train, "translate": bench_translate,
               "paragraphs": bench_paragraphs,
               "engines": lambda a, f: bench_engines(a, f, run_measured, mtkit, bleu_of, count_lines),
-              "processes": lambda a, f: bench_processes(a, f, run_measured, mtkit, bleu_of, count_lines)}
+              "processes": lambda a, f: bench_processes(a, f, run_measured, mtkit, bleu_of, count_lines),
+              "scale": lambda a, f: bench_scale(a, f, sys.modules[__name__])}
     for part in args.parts:
         results[part] = stages[part](args, files)
         # each part says when and from which commit it was measured: an --only run keeps the others

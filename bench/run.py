@@ -443,6 +443,17 @@ def _fmt(value: Any, spec: str = ",.1f") -> str:
     return "—" if value is None else format(value, spec)
 
 
+def _run_rows(table: Any, part: str, runs: dict[str, Any], same: str, same_as: str, rss: str) -> None:
+    """Rows of a part that runs one test set several ways (engines, processes)."""
+    if "skipped" in runs:
+        table.add_row(part, "skipped", runs["skipped"], "")
+    for key, r in runs.items():
+        if isinstance(r, dict):
+            table.add_row(part, f"{key}, {runs['sentences']:,} sentences",
+                          f"{_fmt(r['sentences_per_s'])} sent/s, BLEU {_fmt(r['bleu'], '.2f')}, "
+                          f"{100 * r[same]:.1f}% = {same_as}", _fmt(r[rss]))
+
+
 def print_table(results: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -485,23 +496,10 @@ def print_table(results: dict[str, Any]) -> None:
                               f"lines{marked} (~{r['mean_subwords']:,.0f} subwords)",
                               f"words ×{r['words_ratio']:.3f}, BLEU {r['paragraph_bleu']:.2f} "
                               f"(per line {r['per_line_bleu']:.2f})", "")
-    engines = results.get("engines", {})
-    if "skipped" in engines:
-        table.add_row("engines", "skipped", engines["skipped"], "")
-    for key, r in engines.items():
-        if isinstance(r, dict):
-            table.add_row("engines", f"{key}, {engines['sentences']:,} sentences",
-                          f"{_fmt(r['sentences_per_s'])} sent/s, BLEU {_fmt(r['bleu'], '.2f')}, "
-                          f"{100 * r['same_as_torch_fp32']:.1f}% = torch fp32", _fmt(r["peak_rss_mib"]))
-    processes = results.get("processes", {})
-    if "skipped" in processes:
-        table.add_row("processes", "skipped", processes["skipped"], "")
-    for key, r in processes.items():
-        if isinstance(r, dict):
-            table.add_row("processes", f"{key}, {processes['sentences']:,} sentences",
-                          f"{_fmt(r['sentences_per_s'])} sent/s, BLEU {_fmt(r['bleu'], '.2f')}, "
-                          f"{100 * r['same_as_1_process']:.1f}% = 1 process",
-                          _fmt(r["peak_rss_mib_per_process"]))
+    _run_rows(table, "engines", results.get("engines", {}), "same_as_torch_fp32", "torch fp32",
+              "peak_rss_mib")
+    _run_rows(table, "processes", results.get("processes", {}), "same_as_1_process", "1 process",
+              "peak_rss_mib_per_process")
     console = Console(soft_wrap=False)
     if not console.is_terminal:  # a log file or a pipe: wide enough for one line per row
         console = Console(soft_wrap=False, width=120)

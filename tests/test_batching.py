@@ -8,6 +8,7 @@ import pytest
 from mtkit.data.batching import TokenBatchSampler, batch_cost_lengths, collate, pack_sorted, sampler_for
 from mtkit.data.meta import DataMeta, write_meta
 from mtkit.data.shards import ParallelData, Shard, ShardWriter
+from mtkit.errors import DataError
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
 
@@ -125,6 +126,27 @@ def test_shards_stream_their_offsets_to_disk(tmp_path, monkeypatch):
     shard = Shard(tmp_path / "x.src", np.dtype(np.uint16))
     assert len(shard) == 17 and [shard[i].tolist() for i in range(17)] == sentences
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_shard_reads_every_sentence_from_compact_lengths_without_a_memory_map(tmp_path, monkeypatch):
+    monkeypatch.setattr(Shard, "BLOCK", 4)  # sentences found from a stored offset every 4
+    rng = np.random.default_rng(1)
+    sentences = [rng.integers(4, 900, size=int(n)).tolist() for n in rng.integers(0, 9, size=41)]
+    sentences.append([4 + i % 800 for i in range(70_000)])  # longer than uint16 counts: lengths widen
+    writer = ShardWriter(tmp_path / "x.src", np.dtype(np.uint16))
+    for ids in sentences:
+        writer.add(ids)
+    writer.close()
+    shard = Shard(tmp_path / "x.src", np.dtype(np.uint16))
+    assert shard.lengths.dtype == np.uint32 and shard.lengths.tolist() == [len(x) for x in sentences]
+    assert [shard[i].tolist() for i in range(len(sentences))] == sentences
+    assert [shard[i].tolist() for i in (17, 3, 40, 0)] == [sentences[i] for i in (17, 3, 40, 0)]
+    with open("/proc/self/maps", encoding="utf-8") as maps:  # read, not mapped: nothing to grow in RSS
+        assert str(tmp_path / "x.src.bin") not in maps.read()
+    short = Shard(tmp_path / "x.src", np.dtype(np.uint16))
+    (tmp_path / "x.src.bin").write_bytes(b"")  # the file changed under a running reader
+    with pytest.raises(DataError, match="short read at sentence 1"):
+        short[1]
 
 
 def test_collate_pads_and_adds_bos_eos(tmp_path):

@@ -319,7 +319,7 @@ def probe_run(cfg: Any, dotted: dict, root: Path, env: Env) -> Any:
         train(cfg)
     model_dir = Path(cfg.training.model_dir)
     last = files.load_checkpoint(model_dir / files.LAST)
-    timing = ("elapsed", "tokens_per_s")
+    timing = ("elapsed", "tokens_per_s", "rss_mib", "peak_rss_mib")  # what differs between two runs
     return {"weights": last["model"], "files": _files(root), "compiled": compiled,
             "state": {k: v for k, v in last["train_state"].items() if k != "elapsed"},
             "events": [{k: v for k, v in e.items() if k not in timing}

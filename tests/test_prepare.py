@@ -283,5 +283,6 @@ def test_config_mistakes(corpus: Corpus) -> None:
 def test_vocab_dtype_and_token_bounds(corpus: Corpus) -> None:
     meta, _ = run(corpus.config())
     data = ParallelData(corpus.out, "train")
-    assert data.src.tokens.dtype == np.uint16
-    assert int(data.src.tokens.max()) < meta.src_vocab_size and int(data.src.tokens.min()) > 3
+    tokens = data.src.all_tokens()
+    assert tokens.dtype == np.uint16 and len(tokens) == data.src.num_tokens
+    assert int(tokens.max()) < meta.src_vocab_size and int(tokens.min()) > 3

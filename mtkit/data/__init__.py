@@ -1,1 +1,1 @@
-"""Data on disk and in batches: meta.json, memory-mapped shards, token-budget batching."""
+"""Data on disk and in batches: meta.json, binary shards read sentence by sentence, token-budget batching."""

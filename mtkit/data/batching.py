@@ -1,4 +1,4 @@
-"""Token-budget batches over memory-mapped shards: length-sorted, seeded, resumable, DDP-sharded.
+"""Token-budget batches over binary shards: length-sorted, seeded, resumable, DDP-sharded.
 
 A batch's cost is its padded size, ``n_sentences × max(src_len, tgt_len + 1)`` (the +1 is the BOS of
 ``tgt_in`` / EOS of ``tgt_out``), and it never exceeds ``max_tokens`` (a single sentence longer than

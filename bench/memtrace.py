@@ -67,8 +67,12 @@ def main() -> None:
     trace: list[tuple[int, int, int, int, int]] = []
     step = trainer.Trainer._optimizer_step
 
+    trim_every = int(os.environ.get("MEMTRACE_TRIM_EVERY", "0"))  # hand free heap pages back every N
+
     def traced(self, *args):  # noqa: ANN001, ANN202
         step(self, *args)
+        if trim_every and self.step % trim_every == 0:
+            LIBC.malloc_trim(0)
         info = LIBC.mallinfo2()
         trace.append((self.step, round(rss_mib()), round(peak[0]), round(info.uordblks / 2**20),
                       round(info.fordblks / 2**20)))

@@ -29,6 +29,13 @@ ENGINES = (
 SEARCHES = (("greedy", ["--greedy"]), ("beam5", ["--beam", "5"]))
 
 
+def model_and_test_set(args: argparse.Namespace, files: dict[str, Path],
+                 count_lines: Any) -> tuple[Path, Path, Path, int, Path]:
+    """(model, test source, test reference, sentences, log directory) of a --model bench part."""
+    source = files["test_src"]
+    return Path(args.model[0]), source, files["test_tgt"], count_lines(source), args.work / "logs"
+
+
 def bench_engines(args: argparse.Namespace, files: dict[str, Path], run_measured: Any, mtkit: Any,
                   bleu_of: Any, count_lines: Any) -> dict[str, Any]:
     try:
@@ -37,10 +44,7 @@ def bench_engines(args: argparse.Namespace, files: dict[str, Path], run_measured
         return {"skipped": "ctranslate2 is not installed (pip install 'mtkit[ct2]')"}
     if not args.model:
         return {"skipped": "no model: pass --model DIR (a trained Transformer directory)"}
-    model = Path(args.model[0])
-    source, reference = files["test_src"], files["test_tgt"]
-    sentences = count_lines(source)
-    logs = args.work / "logs"
+    model, source, reference, sentences, logs = model_and_test_set(args, files, count_lines)
     exported: dict[str, Path] = {}
     for quantization in ("float32", "int8"):
         out = args.work / f"export-{quantization}"

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from engines import model_and_test_set
+
 SEARCHES = (("greedy", ["--greedy"]), ("beam5", ["--beam", "5"]))
 
 
@@ -29,10 +31,7 @@ def bench_processes(args: argparse.Namespace, files: dict[str, Path], run_measur
                     bleu_of: Any, count_lines: Any) -> dict[str, Any]:
     if not args.model:
         return {"skipped": "no model: pass --model DIR (a trained model directory)"}
-    model = Path(args.model[0])
-    source, reference = files["test_src"], files["test_tgt"]
-    sentences = count_lines(source)
-    logs = args.work / "logs"
+    model, source, reference, sentences, logs = model_and_test_set(args, files, count_lines)
     results: dict[str, Any] = {"model": str(model), "sentences": sentences, "precision": args.precision}
     for search, flags in SEARCHES:
         common = ["translate", "-m", str(model), "-i", str(source), "--device", args.device,

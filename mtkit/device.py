@@ -168,11 +168,13 @@ def bound_kernel_caches(capacity: int = KERNEL_CACHE_CAPACITY) -> None:
     buffers) for every new input shape and caches it. Token-budget batches come in ever new shapes
     (sentences × length), so by default the caches grow for the first few hundred updates and hold
     hundreds of MB that fragment the heap around them: training transformer-small held 550 MB more
-    heap after 150 updates, and its resident size grew from 1.0 to 3.4 GB in 300 updates. With 64
-    entries the heap in use stays flat at its first update's size, at the same speed
-    (docs/results.md). Sets the environment variables oneDNN reads when it builds its first kernel, so
-    it must run before PyTorch's first CPU matrix product; a value the user has set wins. The CLI
-    calls it for every command (it owns its process); a library user may call it too.
+    heap after 150 updates and peaked at 3,366 MiB after 300, still growing. With 64 entries the heap
+    in use stays within 25 MB of its first update's and the peak was 1,715 MiB, at the same speed
+    (docs/results.md, "Training memory").
+
+    Sets the environment variables oneDNN reads when it builds its first kernel, so it must run
+    before PyTorch's first CPU matrix product; a value the user has set wins. The CLI calls it for
+    every command (it owns its process); a library user may call it too.
     """
     for name in _KERNEL_CACHES:
         os.environ.setdefault(name, str(capacity))

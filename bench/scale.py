@@ -31,11 +31,11 @@ def repeated_corpus(files: dict[str, Path], factor: int, out: Path) -> dict[str,
     out.mkdir(parents=True, exist_ok=True)
     made = dict(files)
     for key in ("train_src", "train_tgt"):
-        target = out / files[key].name
+        source = files[key]
+        target = out / (source.name if source.suffix == ".gz" else source.name + ".gz")
         done = target.with_name(target.name + ".done")
         if not done.is_file():
-            with gzip.open(files[key], "rb") as f:
-                text = f.read()
+            text = gzip.decompress(source.read_bytes()) if source.suffix == ".gz" else source.read_bytes()
             with gzip.open(target, "wb", compresslevel=1) as f:
                 for _ in range(factor):
                     f.write(text)
@@ -70,8 +70,11 @@ def bench_scale(args: argparse.Namespace, files: dict[str, Path], tools: Any) ->
     for factor in (FACTORS[0], FACTORS[-1]):
         model_dir = args.work / "scale" / f"model-x{factor}"
         shutil.rmtree(model_dir, ignore_errors=True)
-        training = {"max_steps": total, "max_time": 0, "max_epochs": 0, "log_every": 10,
-                    "validate_every": 10 * total, "device": args.device}
+        training = {"max_steps": total, "max_time": 0, "max_epochs": 0,
+                    "log_every": max(1, min(10, args.steps // 5 or 1)), "validate_every": 10 * total,
+                    "device": args.device}
+        if args.quick:
+            training["max_tokens"] = 1024  # a smoke run
         data_bin, corpus = bins[factor]
         cfg = tools.write_config("transformer", args.work / "scale" / f"train-x{factor}.yaml", corpus,
                                  data_bin, model_dir, training)

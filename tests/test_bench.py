@@ -86,3 +86,24 @@ def test_bleu_of_a_translation(tmp_path):
     other.write_text("das ist ein großes haus .\nwohin gehst du ?\n", encoding="utf-8")
     assert bench.bleu_of(same, ref) == 100.0
     assert 0.0 < bench.bleu_of(other, ref) < 100.0
+
+
+def test_scale_repeats_the_training_files_once_and_reuses_them(tmp_path: Path) -> None:
+    import gzip
+
+    sys.path.insert(0, str(SCRIPT.parent))  # bench/ modules import each other by name
+    from scale import repeated_corpus
+
+    plain, packed = tmp_path / "train.en", tmp_path / "train.de.gz"
+    plain.write_text("a\nb\n", encoding="utf-8")
+    packed.write_bytes(gzip.compress(b"x\ny\n"))
+    files = {"train_src": plain, "train_tgt": packed, "dev_src": tmp_path / "dev.en"}
+    assert repeated_corpus(files, 1, tmp_path / "x1") == files
+    made = repeated_corpus(files, 3, tmp_path / "x3")
+    assert gzip.decompress(made["train_src"].read_bytes()).decode() == "a\nb\n" * 3
+    assert gzip.decompress(made["train_tgt"].read_bytes()).decode() == "x\ny\n" * 3
+    assert made["dev_src"] == files["dev_src"]
+    stamp = made["train_src"].stat().st_mtime_ns
+    repeated_corpus(files, 3, tmp_path / "x3")  # done before: not written again
+    assert made["train_src"].stat().st_mtime_ns == stamp
+

@@ -24,6 +24,7 @@ import run as bench  # noqa: E402
 import mtkit.train.trainer as trainer  # noqa: E402
 from mtkit.config import load_config  # noqa: E402
 from mtkit.device import bound_kernel_caches  # noqa: E402
+from mtkit.train.runtime import resident_mib  # noqa: E402
 
 LIBC = ctypes.CDLL("libc.so.6")
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_MMAP_MAX = -1, -3, -4
@@ -47,11 +48,6 @@ POLICIES = {
 }
 
 
-def rss_mib() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
 def main() -> None:
     policy, updates = sys.argv[1], int(sys.argv[2])
     bound_kernel_caches()  # as the CLI does (ONEDNN_PRIMITIVE_CACHE_CAPACITY=1024 etc. to see without)
@@ -60,7 +56,7 @@ def main() -> None:
 
     def sample() -> None:
         while True:
-            peak[0] = max(peak[0], rss_mib())
+            peak[0] = max(peak[0], resident_mib()[0])
             time.sleep(0.05)
 
     threading.Thread(target=sample, daemon=True).start()
@@ -74,7 +70,7 @@ def main() -> None:
         if trim_every and self.step % trim_every == 0:
             LIBC.malloc_trim(0)
         info = LIBC.mallinfo2()
-        trace.append((self.step, round(rss_mib()), round(peak[0]), round(info.uordblks / 2**20),
+        trace.append((self.step, round(resident_mib()[0]), round(peak[0]), round(info.uordblks / 2**20),
                       round(info.fordblks / 2**20)))
 
     trainer.Trainer._optimizer_step = traced

@@ -277,6 +277,14 @@ def _config_value(arch: str, section: str, key: str) -> Any:
 
 
 # ----------------------------------------------------------------------------------------- translate
+NO_MODEL = "no trained model: run the deb-en-de recipe (make -C recipes/deb-en-de) or pass --model DIR"
+
+
+def _skipped(part: str, reason: str) -> dict[str, str]:
+    print(f"{part}: skipped, {reason}", file=sys.stderr)
+    return {"skipped": reason}
+
+
 def translation_models(args: argparse.Namespace) -> dict[str, tuple[Path, bool]]:
     """name → (model dir, undertrained?)."""
     if args.model:
@@ -300,10 +308,7 @@ def bench_translate(args: argparse.Namespace, files: dict[str, Path]) -> dict[st
     if not models:
         # the bench's own few hundred updates make a model that babbles up to the length limit: its speed
         # would say nothing about translating, and take long to measure
-        reason = ("no trained model: run the deb-en-de recipe (make -C recipes/deb-en-de) or pass "
-                  "--model DIR")
-        print(f"translate: skipped, {reason}", file=sys.stderr)
-        return {"skipped": reason}
+        return _skipped("translate", NO_MODEL)
     results: dict[str, Any] = {}
     for name, (model, undertrained) in models.items():
         checkpoint = "best" if (model / "checkpoint_best.pt").is_file() else "last"
@@ -390,10 +395,7 @@ def bench_paragraphs(args: argparse.Namespace, files: dict[str, Path]) -> dict[s
     translation should have about the words, and the BLEU, of its lines translated one by one."""
     models = translation_models(args)
     if not models:
-        reason = ("no trained model: run the deb-en-de recipe (make -C recipes/deb-en-de) or pass "
-                  "--model DIR")
-        print(f"paragraphs: skipped, {reason}", file=sys.stderr)
-        return {"skipped": reason}
+        return _skipped("paragraphs", NO_MODEL)
     src, refs = _head(files["test_src"], 1 << 30), _head(files["test_tgt"], 1 << 30)
     marked = [i for i, line in enumerate(src) if _marked(line)][:PARAGRAPH_LINES]
     sets = {"": (src[:PARAGRAPH_LINES], refs[:PARAGRAPH_LINES]),

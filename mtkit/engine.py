@@ -69,10 +69,11 @@ def resolve_engine(model: str | Path, engine: str = "auto") -> str:
     return engine
 
 
-def open_engine(model: str | Path, load: LoadOptions, overrides: Sequence[str], threads: int,
+def open_engine(engine: str, model: str | Path, load: LoadOptions, overrides: Sequence[str], threads: int,
                 attention_layer: int = -1, seed: int | None = None) -> Engine:
-    """The engine ``load.engine`` (or auto) chooses for ``model``, loaded and ready to search."""
-    if resolve_engine(model, load.engine) == "ct2":
+    """Engine ``engine`` ("torch" or "ct2", from ``resolve_engine``) on ``model``, loaded and ready
+    to search."""
+    if engine == "ct2":
         from mtkit.ct2 import Ct2Model
 
         return Ct2Model(model, load, overrides, threads, attention_layer, seed)

@@ -128,8 +128,8 @@ class Translator:
         self.load_options, self.search_options = load, opts
         self.num_threads = thread_count(load.threads)
         self.engine = resolve_engine(model, load.engine)
-        self.backend: Engine = open_engine(model, load, overrides, self.num_threads, opts.attention_layer,
-                                           opts.seed)
+        self.backend: Engine = open_engine(self.engine, model, load, overrides, self.num_threads,
+                                           opts.attention_layer, opts.seed)
         self.model: Any = self.backend.model
         self.device, self.dtype = self.backend.device, self.backend.dtype
         self.config, self.meta = self.backend.config, self.backend.meta

@@ -62,6 +62,11 @@ def padding_fraction(batches: list[np.ndarray], src_lengths: np.ndarray, tgt_len
     return 1.0 - real / padded if padded else 0.0
 
 
+def _index_dtype(n: int) -> type:
+    """The narrowest integer type that indexes ``n`` sentences (4 bytes below 2**31)."""
+    return np.int32 if n < 2**31 else np.int64
+
+
 class TokenBatchSampler:
     """Deterministic per-epoch batch lists for training (or a fixed, unshuffled list for dev).
 
@@ -90,12 +95,11 @@ class TokenBatchSampler:
 
     def _all_batches(self, epoch: int) -> list[np.ndarray]:
         if not self.shuffle:
-            order = np.argsort(self.lengths, kind="stable").astype(np.int32 if len(self.lengths) < 2**31
-                                                                   else np.int64)
+            order = np.argsort(self.lengths, kind="stable").astype(_index_dtype(len(self.lengths)))
             return pack_sorted(order, self.lengths, self.max_tokens)
         rng = np.random.default_rng([self.seed, epoch])
         # rng.permutation(n) drawn into 4-byte indices (the same permutation, half the memory)
-        perm = np.arange(len(self.lengths), dtype=np.int32 if len(self.lengths) < 2**31 else np.int64)
+        perm = np.arange(len(self.lengths), dtype=_index_dtype(len(self.lengths)))
         rng.shuffle(perm)
         order = perm[np.argsort(self.lengths[perm], kind="stable")]
         batches = pack_sorted(order, self.lengths, self.max_tokens)

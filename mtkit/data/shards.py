@@ -94,7 +94,6 @@ class Shard:
             raise DataError(f"{idx_path}: empty offsets file (re-run prepare)")
         offsets = np.memmap(idx_path, dtype=np.int64, mode="r")  # read once, block by block
         self.block_starts = np.asarray(offsets[:: self.BLOCK], dtype=np.int64).copy()
-        widest = np.uint16
         lengths = np.empty(count, dtype=np.uint32)
         for start in range(0, count, 1 << 20):
             part = np.diff(np.asarray(offsets[start : min(count, start + (1 << 20)) + 1]))
@@ -103,9 +102,8 @@ class Shard:
             lengths[start : start + len(part)] = part
         n_tokens = int(offsets[-1])
         del offsets
-        if len(lengths) and lengths.max() > np.iinfo(widest).max:
-            widest = np.uint32
-        self.lengths = lengths.astype(widest)
+        short = not len(lengths) or lengths.max() <= np.iinfo(np.uint16).max
+        self.lengths = lengths.astype(np.uint16) if short else lengths  # 2 bytes a sentence if they fit
         if bin_path.stat().st_size != n_tokens * self.dtype.itemsize:
             raise DataError(f"{bin_path}: size does not match {idx_path} (truncated? re-run prepare)")
         self.num_tokens = n_tokens

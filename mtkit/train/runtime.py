@@ -57,4 +57,3 @@ def resident_mib() -> tuple[float | None, float]:
     except (OSError, ValueError, IndexError):
         now = None
     return now, peak_mib
-

@@ -346,13 +346,13 @@ def probe_crash(cfg: Any, dotted: dict, root: Path, env: Env) -> Any:
 
 
 def probe_nan(cfg: Any, dotted: dict, root: Path, env: Env) -> Any:
-    real = trainer_module.label_smoothed_nll
+    real = trainer_module.projected_label_smoothed_nll
 
     def poisoned(*args: Any) -> Any:
         loss, nll = real(*args)
         return loss * float("nan"), nll
 
-    with mock.patch.object(trainer_module, "label_smoothed_nll", poisoned):
+    with mock.patch.object(trainer_module, "projected_label_smoothed_nll", poisoned):
         return probe_run(cfg, dotted, root, env)
 
 

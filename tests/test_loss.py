@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
 
-from mtkit.train.loss import diversity_penalty, label_smoothed_nll
+from mtkit.train.loss import diversity_penalty, label_smoothed_nll, projected_label_smoothed_nll
 from mtkit.vocab import PAD_ID
 
 
@@ -81,6 +82,125 @@ def test_bf16_logits_give_float32_loss_and_bf16_gradient():
     assert loss.dtype == torch.float32
     loss.backward()
     assert logits.grad.dtype == torch.bfloat16
+
+
+def _projection_case(seed: int = 4, vocab: int = 23, dim: int = 16):
+    torch.manual_seed(seed)
+    features = torch.randn(3, 37, dim).requires_grad_()
+    weight = (0.5 * torch.randn(vocab, dim)).requires_grad_()
+    target = torch.randint(1, vocab, (3, 37))
+    target[:, 30:] = PAD_ID
+    target[1, 5] = PAD_ID
+    return features, weight, target
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+@pytest.mark.parametrize("block_rows", [1, 16, 1024])
+def test_projected_loss_equals_the_loss_of_the_logits(eps, block_rows):
+    """Loss, NLL and both gradients as if the whole logits were computed (blocks that divide the rows
+    or not, one block for all), and the gradient scales with the incoming one (grad scaler)."""
+    features, weight, target = _projection_case()
+    loss, nll = label_smoothed_nll(features @ weight.t(), target, eps)
+    (3 * loss).backward()
+    expected = features.grad.clone(), weight.grad.clone()
+    features.grad = weight.grad = None
+    blocked_loss, blocked_nll = projected_label_smoothed_nll(features, weight, target, eps,
+                                                             block_rows=block_rows)
+    (3 * blocked_loss).backward()
+    assert blocked_loss.item() == pytest.approx(loss.item(), rel=1e-5)
+    assert blocked_nll.item() == pytest.approx(nll.item(), rel=1e-5)
+    assert torch.allclose(features.grad, expected[0], atol=1e-5)
+    assert torch.allclose(weight.grad, expected[1], atol=1e-5)
+    assert torch.all(features.grad[target == PAD_ID] == 0)
+
+
+def test_projected_loss_adds_to_a_tied_weights_other_gradient():
+    """A tied output layer is also the target embedding: both uses' gradients reach the weight."""
+    features, weight, target = _projection_case(seed=5)
+    extra = weight[target.clamp(min=1)].sum()
+    loss, _ = label_smoothed_nll(features @ weight.t(), target, 0.1)
+    (loss + extra).backward()
+    expected = weight.grad.clone()
+    weight.grad = None
+    blocked, _ = projected_label_smoothed_nll(features, weight, target, 0.1, block_rows=8)
+    (blocked + weight[target.clamp(min=1)].sum()).backward()
+    assert torch.allclose(weight.grad, expected, atol=1e-5)
+
+
+def test_projected_loss_in_bf16_is_close_to_autocast_logits():
+    features, weight, target = _projection_case(seed=6)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logits = F.linear(features, weight)
+    loss, _ = label_smoothed_nll(logits, target, 0.1)
+    loss.backward()
+    expected = features.grad.clone(), weight.grad.clone()
+    features.grad = weight.grad = None
+    blocked, _ = projected_label_smoothed_nll(features, weight, target, 0.1, dtype=torch.bfloat16,
+                                              block_rows=16)
+    blocked.backward()
+    assert blocked.dtype == torch.float32 and weight.grad.dtype == features.grad.dtype == torch.float32
+    assert blocked.item() == pytest.approx(loss.item(), rel=1e-3)
+    assert torch.allclose(features.grad, expected[0], atol=0.02, rtol=0.02)
+    assert torch.allclose(weight.grad, expected[1], atol=0.05, rtol=0.02)
+
+
+def test_frozen_output_layer_gets_no_gradient():
+    features, weight, target = _projection_case(seed=7)
+    weight.requires_grad_(False)
+    loss, _ = projected_label_smoothed_nll(features, weight, target, 0.1, block_rows=16)
+    loss.backward()
+    assert weight.grad is None and features.grad is not None
+
+
+def test_projected_loss_without_grad_computes_the_loss_alone(monkeypatch):
+    features, weight, target = _projection_case(seed=9)
+    expected = projected_label_smoothed_nll(features, weight, target, 0.1, block_rows=16)
+    import mtkit.train.loss as loss_module
+
+    def no_gradient(*args):
+        raise AssertionError("a gradient was computed under no_grad")
+
+    monkeypatch.setattr(loss_module, "_gradient_in_place", no_gradient)
+    with torch.no_grad():
+        loss, nll = projected_label_smoothed_nll(features, weight, target, 0.1, block_rows=16)
+    assert loss.item() == pytest.approx(expected[0].item())
+    assert nll.item() == pytest.approx(expected[1].item())
+
+
+def test_projected_loss_computes_in_autocasts_dtype():
+    features, weight, target = _projection_case(seed=10)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        under_autocast, _ = projected_label_smoothed_nll(features, weight, target, 0.0)
+    explicit, _ = projected_label_smoothed_nll(features, weight, target, 0.0, dtype=torch.bfloat16)
+    plain, _ = projected_label_smoothed_nll(features, weight, target, 0.0)
+    assert under_autocast.item() == explicit.item() != plain.item()
+
+
+class _LargestTensor(TorchDispatchMode):
+    """Records the most elements of any tensor an operation produces."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.largest = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, (tuple, list)) else (out,):
+            if isinstance(t, torch.Tensor):
+                self.largest = max(self.largest, t.numel())
+        return out
+
+
+def test_projected_loss_never_holds_the_whole_logits():
+    features, weight, target = _projection_case(seed=8, vocab=300, dim=8)  # logits ≫ features
+    rows, vocab, block_rows = int((target != PAD_ID).sum()), weight.size(0), 16
+    with _LargestTensor() as seen:
+        loss, _ = projected_label_smoothed_nll(features, weight, target, 0.1, block_rows=block_rows)
+        loss.backward()
+    assert seen.largest <= block_rows * vocab < rows * vocab
+    with _LargestTensor() as seen:  # the check sees the unblocked loss's logits
+        label_smoothed_nll(features @ weight.t(), target, 0.1)[0].backward()
+    assert seen.largest >= rows * vocab
 
 
 def _explicit_penalty(attn: torch.Tensor, tgt_mask: torch.Tensor) -> float:

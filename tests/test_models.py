@@ -83,6 +83,21 @@ def test_tie_and_share_mean_the_same_in_both_families(family: str, tie: bool, sh
     assert (separate.output_proj.weight is separate.tgt_embed.weight) is tie
 
 
+@pytest.mark.parametrize("family", FAMILIES)
+def test_features_are_what_the_output_layer_projects(family: str) -> None:
+    """forward(project=False), which training's blocked loss takes, is the output layer's input,
+    dropout included: projecting it gives forward()'s logits under the same random draws."""
+    cfg = ModelConfig(**FAMILIES[family], dropout=0.3)
+    model = build_model(cfg, 20, 20, joint_vocab=True).train()
+    src, tgt = torch.randint(4, 20, (2, 5)), torch.randint(4, 20, (2, 4))
+    torch.manual_seed(3)
+    logits, _ = model(src, tgt)
+    torch.manual_seed(3)
+    features, _ = model(src, tgt, project=False)
+    assert features.shape == (2, 4, model.output_proj.in_features)
+    assert torch.allclose(model.output_proj(features), logits, atol=1e-6)
+
+
 def test_meta_build_counts_like_a_real_build() -> None:
     cfg = ModelConfig(arch="rnn", emb_dim=8, hidden_size=12, attention="general", attention_style="luong")
     real = build_model(cfg, 30, 40)

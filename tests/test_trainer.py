@@ -81,8 +81,10 @@ def test_model_dir_holds_everything_the_translator_needs(copy_data, tmp_path):
     for key in ("step", "epoch", "loss", "ppl", "lr", "tokens_per_s", "padding", "elapsed"):
         assert train_event[key] is not None, key
     assert 0 <= train_event["padding"] < 0.5
-    # memory is logged with every interval: a process holding torch and a model is > 50 MiB
-    assert 50 < train_event["rss_mib"] <= train_event["peak_rss_mib"] < 64 * 1024
+    # memory is logged with every interval and after every validation (where it used to peak): a
+    # process holding torch and a model is > 50 MiB
+    for event in (train_event, _events(model_dir, "valid")[-1]):
+        assert 50 < event["rss_mib"] <= event["peak_rss_mib"] < 64 * 1024
 
 
 def test_early_stopping_and_max_epochs(copy_data, tmp_path):
@@ -117,13 +119,13 @@ def test_update_freq_accumulates_batches(copy_data, tmp_path):
 def test_nonfinite_losses_skip_updates_then_abort(copy_data, tmp_path, monkeypatch, capsys):
     import mtkit.train.trainer as trainer_module
 
-    real_loss = trainer_module.label_smoothed_nll
+    real_loss = trainer_module.projected_label_smoothed_nll
 
-    def poisoned(logits, target, eps):
-        loss, nll = real_loss(logits, target, eps)
+    def poisoned(features, weight, target, eps):
+        loss, nll = real_loss(features, weight, target, eps)
         return loss * float("nan"), nll
 
-    monkeypatch.setattr(trainer_module, "label_smoothed_nll", poisoned)
+    monkeypatch.setattr(trainer_module, "projected_label_smoothed_nll", poisoned)
     cfg = _config(copy_data, tmp_path / "nan", max_steps=50, save_every=2, max_nonfinite=3)
     with pytest.raises(MtkitError, match="3 consecutive updates had a non-finite loss"):
         train(cfg)
@@ -157,6 +159,24 @@ def test_training_options_run_and_learn(copy_data, tmp_path, extra):
     ours = load_checkpoint(tmp_path / "opt" / "checkpoint_last.pt")["model"]
     theirs = load_checkpoint(tmp_path / "base" / "checkpoint_last.pt")["model"]
     assert any(not torch.equal(ours[k], theirs[k]) for k in ours), f"{extra} changed nothing"
+
+
+def test_validation_runs_between_two_hand_backs_of_free_memory(copy_data, tmp_path, monkeypatch):
+    """The heap's free pages are handed back before a validation (whose tensors then reuse them: the
+    resident size peaked in validations) and after it; not between updates (that costs speed)."""
+    import mtkit.train.trainer as trainer_module
+
+    calls: list[str] = []
+    real_evaluate = trainer_module.evaluate
+
+    def evaluate(*args, **kwargs):
+        calls.append("validate")
+        return real_evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(trainer_module, "evaluate", evaluate)
+    monkeypatch.setattr(trainer_module, "release_freed_memory", lambda: calls.append("release") or True)
+    train(_config(copy_data, tmp_path / "m", max_steps=20, validate_every=10, log_every=5))
+    assert calls == ["release", "validate", "release"] * 2
 
 
 def test_learning_curves_png(copy_data, tmp_path):

@@ -111,9 +111,11 @@ class Seq2Seq(nn.Module):
         raise NotImplementedError
 
     def forward(self, src: Tensor, tgt_in: Tensor, need_attention: bool = False,
-                attn_layer: int = -1) -> tuple[Tensor, Tensor | None]:
+                attn_layer: int = -1, project: bool = True) -> tuple[Tensor, Tensor | None]:
         """Teacher-forced pass: logits [B, T, V] (unnormalised) and, if asked, the encoder-decoder
-        attention of ``attn_layer`` per head [B, H, T, S]."""
+        attention of ``attn_layer`` per head [B, H, T, S]. ``project=False`` returns the features
+        [B, T, D] that ``output_proj`` (every model's last layer, bias-free) would turn into logits:
+        training computes the loss from them block by block (``train/loss.py``)."""
         raise NotImplementedError
 
     def reorder_state(self, state: Any, index: Tensor) -> Any:

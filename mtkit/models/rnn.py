@@ -180,10 +180,13 @@ class RNNSeq2Seq(Seq2Seq):
             x = F.dropout(x, self.dropout, True)
         return x
 
-    def _logits(self, attentional: Tensor) -> Tensor:
+    def _features(self, attentional: Tensor) -> Tensor:
         if self.dropout > 0 and self.training:
             attentional = F.dropout(attentional, self.dropout, True)
-        return self.output_proj(attentional)
+        return attentional
+
+    def _logits(self, attentional: Tensor) -> Tensor:
+        return self.output_proj(self._features(attentional))
 
     def _decode_one(self, emb: Tensor, state: RNNState, enc: RNNEncoderOutput
                     ) -> tuple[Tensor, RNNState, Tensor | None]:
@@ -205,7 +208,7 @@ class RNNSeq2Seq(Seq2Seq):
         return log_probs, state, weights if need_attention else None
 
     def forward(self, src: Tensor, tgt_in: Tensor, need_attention: bool = False,
-                attn_layer: int = -1) -> tuple[Tensor, Tensor | None]:
+                attn_layer: int = -1, project: bool = True) -> tuple[Tensor, Tensor | None]:
         enc = self.encode(src)
         state = self.init_state(enc)
         emb = self._embed_tgt(tgt_in)
@@ -228,5 +231,5 @@ class RNNSeq2Seq(Seq2Seq):
                 context, weights = self._context(emb, enc)
                 s, _ = self.decoder_rnn(torch.cat((emb, context), dim=-1), state.hidden)
             attentional = self._attentional(context, s)
-        logits = self._logits(attentional)
-        return logits, (weights.unsqueeze(1) if need_attention and weights is not None else None)
+        out = self._logits(attentional) if project else self._features(attentional)
+        return out, (weights.unsqueeze(1) if need_attention and weights is not None else None)

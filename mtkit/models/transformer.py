@@ -192,17 +192,18 @@ class Transformer(Seq2Seq):
             x = self.encoder_norm(x)
         return x, src_mask, attn_mask
 
+    def _features(self, x: Tensor) -> Tensor:
+        return self.decoder_norm(x) if self.decoder_norm is not None else x
+
     def _project(self, x: Tensor) -> Tensor:
-        if self.decoder_norm is not None:
-            x = self.decoder_norm(x)
-        return self.output_proj(x)
+        return self.output_proj(self._features(x))
 
     def _layer_index(self, attn_layer: int) -> int:
         return attn_layer % len(self.decoder_layers)
 
     # ---------------------------------------------------------------------------- interface
     def forward(self, src: Tensor, tgt_in: Tensor, need_attention: bool = False,
-                attn_layer: int = -1) -> tuple[Tensor, Tensor | None]:
+                attn_layer: int = -1, project: bool = True) -> tuple[Tensor, Tensor | None]:
         memory, _, attn_mask = self._encode(src)
         x = self._embed(tgt_in, self.tgt_embed, self.positions)
         wanted = self._layer_index(attn_layer) if need_attention else -1
@@ -211,7 +212,7 @@ class Transformer(Seq2Seq):
             x, weights = layer(x, memory, attn_mask, need_weights=i == wanted)
             if weights is not None:
                 attention = weights
-        return self._project(x), attention
+        return (self._project(x) if project else self._features(x)), attention
 
     def encode(self, src: Tensor) -> TransformerEncoderOutput:
         """Encoder output plus the additive source mask and every decoder layer's encoder-decoder

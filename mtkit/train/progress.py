@@ -68,25 +68,30 @@ def hms(seconds: float) -> str:
 
 def train_line(event: dict) -> str:
     ppl = event["ppl"] if event["ppl"] is not None else float("nan")
-    return (f"step {event['step']} | epoch {event['epoch']} | loss {event['loss']:.3f} "
-            f"| nll {event['nll']:.3f} | ppl {ppl:.2f} | lr {event['lr']:.3e} "
-            f"| {event['tokens_per_s']:,.0f} tgt tok/s | pad {100 * event['padding']:.1f}% "
-            f"{_memory(event)}| {hms(event['elapsed'])}")
+    parts = [f"step {event['step']}", f"epoch {event['epoch']}", f"loss {event['loss']:.3f}",
+             f"nll {event['nll']:.3f}", f"ppl {ppl:.2f}", f"lr {event['lr']:.3e}",
+             f"{event['tokens_per_s']:,.0f} tgt tok/s", f"pad {100 * event['padding']:.1f}%",
+             _memory(event), hms(event["elapsed"])]
+    return " | ".join(part for part in parts if part)
 
 
 def _memory(event: dict) -> str:
-    """"| rss 1,402 MiB (peak 1,715) " — the process's resident memory now and at its highest."""
+    """"rss 1,402 MiB (peak 1,715)" — the process's resident memory now and at its highest."""
     if event.get("peak_rss_mib") is None:
         return ""
     now = f"{event['rss_mib']:,} MiB " if event.get("rss_mib") is not None else ""
-    return f"| rss {now}(peak {event['peak_rss_mib']:,}) "
+    return f"rss {now}(peak {event['peak_rss_mib']:,})"
 
 
-def valid_line(step: int, valid: dict, best: Validation | None, metric: str) -> str:
+def valid_line(step: int, valid: dict, best: Validation | None, metric: str,
+               memory: dict | None = None) -> str:
+    """The validation's scores, the best so far, and (``memory``: rss_mib, peak_rss_mib) the resident
+    memory after it."""
     parts = [f"valid | step {step}"]
     for key, digits in (("dev_loss", 3), ("dev_ppl", 2), ("dev_bleu", 2), ("dev_chrf", 2)):
         if valid.get(key) is not None:
             parts.append(f"{key[4:]} {valid[key]:.{digits}f}")
     if best is not None:
         parts.append(f"best {metric} {best.score:.3f} @ {best.step}")
-    return " | ".join(parts)
+    parts.append(_memory(memory or {}))
+    return " | ".join(part for part in parts if part)

@@ -34,8 +34,10 @@ def release_freed_memory() -> bool:
     Training keeps glibc's own heap policy: tensors above its (adaptive) mmap threshold are mapped
     and unmapped, smaller ones come from the heap, which batches of ever new shapes fragment. A
     validation makes many shapes of its own (greedy search over the dev set); the trainer calls this
-    after each one, so that the pages its tensors left free in the heap do not stay resident for
-    the rest of the run. (Earlier versions served every tensor from the heap and never trimmed it:
+    before each one, so that its tensors take pages handed back rather than new ones on top of the
+    free pages training left in the heap (validations were where the resident size peaked), and
+    after it, so that the pages its tensors left free do not stay resident for the rest of the run.
+    (Earlier versions served every tensor from the heap and never trimmed it:
     ~13% faster, but the resident size grew without bound; docs/results.md.) False where glibc is
     missing.
     """

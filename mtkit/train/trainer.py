@@ -46,7 +46,7 @@ from mtkit.train.distributed import (
     init_distributed,
     shutdown_distributed,
 )
-from mtkit.train.loss import diversity_penalty, label_smoothed_nll
+from mtkit.train.loss import diversity_penalty, projected_label_smoothed_nll
 from mtkit.train.model_dir import write_model_files
 from mtkit.train.progress import TrainingDisplay, train_line, valid_line
 from mtkit.train.runtime import make_optimizer, release_freed_memory, resident_mib
@@ -161,6 +161,8 @@ class Trainer(Checkpointing):
         result: dict[str, Any] = {}
         if self.info.is_main and self.dev is not None:
             assert self.tgt_bpe is not None
+            if self.device.type == "cpu":  # validation's tensors then take pages handed back, not new ones
+                release_freed_memory()
             result = evaluate(self.model, self.dev, self.cfg, self.device, self._autocast(), self.tgt_bpe)
         if self.device.type == "cpu":
             release_freed_memory()
@@ -176,14 +178,15 @@ class Trainer(Checkpointing):
         st.last_valid = valid
         if self.info.is_main:
             assert self.metrics is not None
+            memory = self._memory()
             # the event first, the checkpoints after: a kill in between resumes from the previous
             # checkpoint, whose resume drops this event, so the log and the checkpoints always agree
             self.metrics.write({"event": "valid", "step": st.step, "epoch": st.epoch,
                                 "elapsed": round(self._elapsed(), 2), **result,
                                 "best_step": st.best.step if st.best else None,
-                                "lr": self._lr()})
+                                "lr": self._lr(), **memory})
             self._keep_checkpoints(valid)
-            self.display.log(valid_line(st.step, valid, st.best, metric))
+            self.display.log(valid_line(st.step, valid, st.best, metric, memory))
         self.paused += time.monotonic() - start
         return stop
 
@@ -234,12 +237,15 @@ class Trainer(Checkpointing):
                     tgt_in = batch.tgt_in
                     if p_gold < 1.0:
                         tgt_in = mix_predictions(self.model, batch.src, tgt_in, p_gold)
-                    logits, attn = self.train_model(batch.src, tgt_in, need_attention=need_attention)
-                loss, nll = label_smoothed_nll(logits, batch.tgt_out, tc.label_smoothing)
+                    features, attn = self.train_model(batch.src, tgt_in, need_attention=need_attention,
+                                                      project=False)
+                    # the output layer and the loss in row blocks: the [tokens, vocab] logits never exist
+                    loss, nll = projected_label_smoothed_nll(features, self.model.output_proj.weight,
+                                                             batch.tgt_out, tc.label_smoothing)
                 if need_attention and attn is not None:
                     penalty = diversity_penalty(attn, batch.tgt_out != PAD_ID, batch.src != PAD_ID)
                     loss = loss + tc.diversity_penalty * penalty
-                del logits, attn  # the [tokens, vocab] logits are not needed by the backward
+                del features, attn
                 (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
             update_loss += loss.detach()
             update_nll += nll
@@ -298,6 +304,12 @@ class Trainer(Checkpointing):
                 f"training diverged: {worst} consecutive updates had a non-finite loss (up to update "
                 f"{self.step}); lower training.lr, raise training.warmup_steps or use precision fp32/bf16")
 
+    @staticmethod
+    def _memory() -> dict[str, int | None]:
+        """The resident size now and its peak so far, for log lines and metrics.jsonl events."""
+        rss, peak = resident_mib()
+        return {"rss_mib": None if rss is None else round(rss), "peak_rss_mib": round(peak)}
+
     def _log(self) -> None:
         self._check_nonfinite()
         stats = torch.stack([self.acc_loss, self.acc_nll, self.acc_tokens]).double()
@@ -314,8 +326,7 @@ class Trainer(Checkpointing):
             "tokens_per_s": tokens / seconds, "padding": 1.0 - real / padded if padded else 0.0,
             "elapsed": round(self._elapsed(), 2),
         }
-        rss, peak = resident_mib()
-        event.update(rss_mib=None if rss is None else round(rss), peak_rss_mib=round(peak))
+        event.update(self._memory())
         if self.info.is_main:
             assert self.metrics is not None
             self.metrics.write(event)

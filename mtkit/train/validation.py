@@ -21,10 +21,12 @@ from mtkit.data.batching import TokenBatchSampler, collate
 from mtkit.data.shards import ParallelData
 from mtkit.models.base import Seq2Seq
 from mtkit.search import search
-from mtkit.train.loss import label_smoothed_nll
+from mtkit.train.loss import projected_label_smoothed_nll
 
-#: token budget of the greedy-search batches (source tokens): validation's own, not a model setting
-SEARCH_MAX_TOKENS = 16000
+#: token budget of the greedy-search batches (source tokens): validation's own, not a model setting.
+#: Measured on 2 CPU cores (300 deb-en-de dev sentences, transformer-small, bf16): 16,000 took 3.8 s
+#: and raised the resident size by 219 MiB, 4,000 took 3.5 s and 127 MiB, 2,000 4.6 s and 101 MiB.
+SEARCH_MAX_TOKENS = 4000
 
 
 @dataclass
@@ -62,9 +64,9 @@ def evaluate(model: Seq2Seq, dev: DevSet, cfg: Config, device: torch.device,
         tokens = 0
         for ids in dev.loss_batches:
             batch = collate(dev.data, ids).to(device)
-            with amp:
-                logits, _ = model(batch.src, batch.tgt_in)
-            _, nll = label_smoothed_nll(logits, batch.tgt_out, 0.0)
+            with amp:  # the output layer and the loss in row blocks, as in training
+                features, _ = model(batch.src, batch.tgt_in, project=False)
+                _, nll = projected_label_smoothed_nll(features, model.output_proj.weight, batch.tgt_out, 0.0)
             nll_total += nll.double()
             tokens += batch.num_tgt_tokens
         hyps: list[str] = [""] * len(dev.references)

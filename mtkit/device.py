@@ -156,7 +156,7 @@ def threads(count: int) -> Iterator[None]:
 
 
 #: kernels kept per cache; see ``bound_kernel_caches``
-KERNEL_CACHE_CAPACITY = 64
+KERNEL_CACHE_CAPACITY = 32
 _KERNEL_CACHES = ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")
 
 
@@ -169,8 +169,10 @@ def bound_kernel_caches(capacity: int = KERNEL_CACHE_CAPACITY) -> None:
     (sentences × length), so by default the caches grow for the first few hundred updates and hold
     hundreds of MB that fragment the heap around them: training transformer-small held 550 MB more
     heap after 150 updates and peaked at 3,366 MiB after 300, still growing. With 64 entries the heap
-    in use stays within 25 MB of its first update's and the peak was 1,715 MiB, at the same speed
-    (docs/results.md, "Training memory").
+    in use stays within 25 MB of its first update's and the peak was 1,715 MiB, at the same speed.
+    Fewer entries fragment the heap less (150 updates with the output layer in blocks: peak 1,436 MiB
+    with 64, 1,234 with 32, 1,133 with 16) but recompile more (tokens/s 3,597, 3,577, 3,459): 32 is
+    the smallest at the same speed (docs/results.md, "Training memory").
 
     Sets the environment variables oneDNN reads when it builds its first kernel, so it must run
     before PyTorch's first CPU matrix product; a value the user has set wins. The CLI calls it for

@@ -2,7 +2,13 @@
 """Where training memory goes: RSS (and glibc's heap in use / free) after each update of the deb-en-de
 transformer-small, under one heap policy (set before the trainer starts).
 
-    python bench/memtrace.py POLICY UPDATES        # POLICY: glibc (mtkit's), heap, never_trim, mmap1m
+    python bench/memtrace.py POLICY UPDATES [VALIDATE_EVERY]
+    # POLICY: glibc (mtkit's), heap, never_trim, mmap1m
+
+VALIDATE_EVERY defaults to UPDATES / 2 (one validation, after which the heap's free pages are handed
+back); a value above UPDATES measures training alone. Besides the resident size it samples, every
+2 ms, the bytes glibc's allocator has handed out (heap and mapped blocks): their peak against the
+resident peak is what fragmentation costs.
 
 Needs bench/work/data-bin (`python bench/run.py --only prepare`). docs/results.md quotes its output.
 """
@@ -50,14 +56,17 @@ POLICIES = {
 
 def main() -> None:
     policy, updates = sys.argv[1], int(sys.argv[2])
+    validate_every = int(sys.argv[3]) if len(sys.argv) > 3 else updates // 2
     bound_kernel_caches()  # as the CLI does (ONEDNN_PRIMITIVE_CACHE_CAPACITY=1024 etc. to see without)
     POLICIES[policy]()
-    peak = [0.0]
+    peak = [0.0, 0.0]  # resident, allocator bytes in use
 
     def sample() -> None:
         while True:
+            info = LIBC.mallinfo2()
             peak[0] = max(peak[0], resident_mib()[0])
-            time.sleep(0.05)
+            peak[1] = max(peak[1], (info.uordblks + info.hblkhd) / 2**20)
+            time.sleep(0.002)
 
     threading.Thread(target=sample, daemon=True).start()
     trace: list[tuple[int, int, int, int, int]] = []
@@ -79,12 +88,12 @@ def main() -> None:
     shutil.rmtree(model_dir, ignore_errors=True)
     config = bench.write_config("transformer", model_dir.with_suffix(".yaml"), files,
                                 bench.REPO / "bench" / "work" / "data-bin", model_dir,
-                                {"max_steps": updates, "log_every": 10, "validate_every": updates // 2,
+                                {"max_steps": updates, "log_every": 10, "validate_every": validate_every,
                                  "max_time": 0, "max_epochs": 0, "valid_max_sentences": 300})
     trainer.train(load_config(config))
     events = [json.loads(line) for line in (model_dir / "metrics.jsonl").read_text().splitlines() if line]
     rates = [e["tokens_per_s"] for e in events if e.get("event") == "train"][1:]
-    print(json.dumps({"policy": policy, "peak_rss_mib": round(peak[0]),
+    print(json.dumps({"policy": policy, "peak_rss_mib": round(peak[0]), "peak_in_use_mib": round(peak[1]),
                       "tokens_per_s": round(sum(rates) / len(rates)) if rates else None,
                       "update, rss, peak, heap in use, heap free (MiB)": trace[::10]}))
 

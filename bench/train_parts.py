@@ -78,7 +78,8 @@ def validation_phase(model_dir: str, phase: str, budget: int) -> None:
     model = build_model(cfg.model, vocab["src_vocab_size"], vocab["tgt_vocab_size"], vocab["joint"])
     model.load_state_dict(state["model"])
     model.eval()
-    validation.SEARCH_MAX_TOKENS = budget
+    if budget:
+        validation.SEARCH_MAX_TOKENS = budget
     dev = validation.build_dev_set(ParallelData(cfg.data.dir, "dev"), cfg, Bpe(f"{model_dir}/bpe.model"))
     peak = [0.0]
 

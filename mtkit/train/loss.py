@@ -39,11 +39,11 @@ from torch import Tensor
 from mtkit.vocab import PAD_ID
 
 LOSS_BLOCK_ROWS = 512
-"""Target positions per block of ``projected_label_smoothed_nll``. Measured on 2 CPU cores (output
-layer and loss, forward and backward, ~3,800 target tokens, V = 8,000, bf16): 512 rows took 182-217 ms,
-256 185-232, 1,024 216-226, 2,048 267-276, and the whole logits 278-304 ms. A block's float32 logits
-(16 MiB at V = 8,000) stay under glibc's 32 MiB ceiling for blocks served from the heap, so the blocks
-reuse memory instead of mapping fresh pages."""
+"""Target positions per block of ``projected_label_smoothed_nll``. `python bench/train_parts.py loss`
+(2 CPU cores; output layer and loss, forward and backward, ~3,800 target positions, V = 8,000, bf16;
+three rounds): 512 rows took 190-246 ms, 256 196-288, 1,024 213-255, 2,048 260-303, and the whole
+logits 287-337 ms. A block's float32 logits (16 MiB at V = 8,000) stay under glibc's 32 MiB ceiling
+for blocks served from the heap, so the blocks reuse memory instead of mapping fresh pages."""
 
 
 def _smoothed_loss(z: Tensor, target: Tensor, epsilon: float, pad_id: int,

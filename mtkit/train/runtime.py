@@ -59,3 +59,9 @@ def resident_mib() -> tuple[float | None, float]:
     except (OSError, ValueError, IndexError):
         now = None
     return now, peak_mib
+
+
+def resident_fields() -> dict[str, int | None]:
+    """``rss_mib`` and ``peak_rss_mib`` (see ``resident_mib``), rounded, for log lines and events."""
+    rss, peak = resident_mib()
+    return {"rss_mib": None if rss is None else round(rss), "peak_rss_mib": round(peak)}

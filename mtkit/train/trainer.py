@@ -49,7 +49,7 @@ from mtkit.train.distributed import (
 from mtkit.train.loss import diversity_penalty, projected_label_smoothed_nll
 from mtkit.train.model_dir import write_model_files
 from mtkit.train.progress import TrainingDisplay, train_line, valid_line
-from mtkit.train.runtime import make_optimizer, release_freed_memory, resident_mib
+from mtkit.train.runtime import make_optimizer, release_freed_memory, resident_fields
 from mtkit.train.sampling import gold_probability, mix_predictions
 from mtkit.train.schedules import LRSchedule
 from mtkit.train.state import TrainState
@@ -89,7 +89,6 @@ class Trainer(Checkpointing):
         tc = self.tc
         self.model_dir = Path(tc.model_dir)
         self.threads = torch.get_num_threads()
-
         self.train_data = ParallelData(cfg.data.dir, "train")
         if len(self.train_data) == 0:
             raise DataError(f"{cfg.data.dir}: the training split is empty")
@@ -102,7 +101,6 @@ class Trainer(Checkpointing):
                 self.dev = build_dev_set(dev_data, cfg, self.tgt_bpe)
         if self.dev is None and info.is_main:
             warn("no dev split (or target BPE model): validation only writes checkpoints")
-
         torch.manual_seed(tc.seed)
         self.model = build_model(cfg.model, self.meta.src_vocab_size, self.meta.tgt_vocab_size,
                                  self.meta.joint).to(device)
@@ -116,7 +114,6 @@ class Trainer(Checkpointing):
         self.sampler: TokenBatchSampler = sampler_for(self.train_data, tc.max_tokens, tc.seed, True,
                                                       info.rank, info.world_size)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
-
         self.state = TrainState(world_size=info.world_size, max_tokens=tc.max_tokens, seed=tc.seed)
         self.elapsed_before = 0.0  # training seconds of earlier processes (resumed runs)
         resume_step = self._maybe_resume(resume)
@@ -159,10 +156,10 @@ class Trainer(Checkpointing):
         start = time.monotonic()
         metric = self.tc.valid_metric
         result: dict[str, Any] = {}
+        if self.device.type == "cpu":  # before and after: see release_freed_memory
+            release_freed_memory()
         if self.info.is_main and self.dev is not None:
             assert self.tgt_bpe is not None
-            if self.device.type == "cpu":  # validation's tensors then take pages handed back, not new ones
-                release_freed_memory()
             result = evaluate(self.model, self.dev, self.cfg, self.device, self._autocast(), self.tgt_bpe)
         if self.device.type == "cpu":
             release_freed_memory()
@@ -178,7 +175,7 @@ class Trainer(Checkpointing):
         st.last_valid = valid
         if self.info.is_main:
             assert self.metrics is not None
-            memory = self._memory()
+            memory = resident_fields()
             # the event first, the checkpoints after: a kill in between resumes from the previous
             # checkpoint, whose resume drops this event, so the log and the checkpoints always agree
             self.metrics.write({"event": "valid", "step": st.step, "epoch": st.epoch,
@@ -304,12 +301,6 @@ class Trainer(Checkpointing):
                 f"training diverged: {worst} consecutive updates had a non-finite loss (up to update "
                 f"{self.step}); lower training.lr, raise training.warmup_steps or use precision fp32/bf16")
 
-    @staticmethod
-    def _memory() -> dict[str, int | None]:
-        """The resident size now and its peak so far, for log lines and metrics.jsonl events."""
-        rss, peak = resident_mib()
-        return {"rss_mib": None if rss is None else round(rss), "peak_rss_mib": round(peak)}
-
     def _log(self) -> None:
         self._check_nonfinite()
         stats = torch.stack([self.acc_loss, self.acc_nll, self.acc_tokens]).double()
@@ -326,7 +317,7 @@ class Trainer(Checkpointing):
             "tokens_per_s": tokens / seconds, "padding": 1.0 - real / padded if padded else 0.0,
             "elapsed": round(self._elapsed(), 2),
         }
-        event.update(self._memory())
+        event.update(resident_fields())
         if self.info.is_main:
             assert self.metrics is not None
             self.metrics.write(event)

@@ -24,8 +24,9 @@ from mtkit.search import search
 from mtkit.train.loss import projected_label_smoothed_nll
 
 #: token budget of the greedy-search batches (source tokens): validation's own, not a model setting.
-#: Measured on 2 CPU cores (300 deb-en-de dev sentences, transformer-small, bf16): 16,000 took 3.8 s
-#: and raised the resident size by 219 MiB, 4,000 took 3.5 s and 127 MiB, 2,000 4.6 s and 101 MiB.
+#: `python bench/train_parts.py validation MODEL_DIR` (2 CPU cores, 300 deb-en-de dev sentences,
+#: transformer-small, bf16): 16,000 took 2.8 s and raised the resident size by 202 MiB, 4,000 took
+#: 3.1 s and 102 MiB, 2,000 5.4 s and 75 MiB.
 SEARCH_MAX_TOKENS = 4000
 
 

@@ -22,6 +22,8 @@ One run measures, on the Debian en→de corpus (DATA, default ../shared/data/deb
              (bench/processes.py; needs --model);
 * scale      prepare at 145k, 1.4M and 14.2M pairs (the training data repeated), and training on the
              smallest and largest (bench/scale.py; ~15 minutes, 1.1 GB of corpus, 1.6 GB of shards).
+* gpu        training and decoding on one CUDA GPU: tokens/s, MFU, first-epoch speed, host memory, BLEU
+             (bench/gpu.py; skipped without a GPU).
 
 Every stage runs as its own `mtkit` subprocess, exactly as a user runs it; its peak RSS is measured by a
 small launcher process (getrusage of its children), so the bench's own memory does not leak into it.
@@ -56,7 +58,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 RECIPE = REPO / "recipes" / "deb-en-de"
-PARTS = ("prepare", "train", "translate", "paragraphs", "engines", "processes", "scale")
+PARTS = ("prepare", "train", "translate", "paragraphs", "engines", "processes", "scale", "gpu")
 PARAGRAPH_LINES = 600
 PARAGRAPH_SIZES = (10, 50, 300)
 ARCHS = ("transformer", "rnn")
@@ -531,6 +533,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="translate --max-tokens (0 = mtkit translate's default, 16000)")
     p.add_argument("--threads", type=int, default=0,
                    help="translate --threads for translate and paragraphs (0 = mtkit's default)")
+    p.add_argument("--gpu-steps", type=int, default=1600, help="gpu part: updates of the main run")
+    p.add_argument("--gpu-eager-steps", type=int, default=600,
+                   help="gpu part: updates of the run without buckets and graphs")
+    p.add_argument("--gpu-runs", default="", help="gpu part: comma-separated runs (small, small_graphs, "
+                   "small_eager, small_32k, base; default all)")
     p.add_argument("--work", type=Path, default=REPO / "bench" / "work", help="scratch directory")
     p.add_argument("--out", type=Path, default=None,
                    help="results file (default bench/results.json; --quick: WORK/results-quick.json)")
@@ -551,6 +558,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             p.error(f"unknown part {name!r}: choose from {', '.join(PARTS)}")
     args.parts = [x for x in PARTS if x in chosen and x not in skipped]
     args.archs = [a.strip() for a in args.archs.split(",") if a.strip()]
+    args.gpu_runs = [r.strip() for r in args.gpu_runs.split(",") if r.strip()]
     if not args.archs or set(args.archs) - set(ARCHS):
         p.error(f"--archs: choose from {', '.join(ARCHS)}")
     return args
@@ -568,6 +576,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results.update({"machine": machine, "data": str(args.data), "quick": args.quick,
                     "date": _dt.datetime.now().isoformat(timespec="seconds")})
     from engines import bench_engines
+    from gpu import bench_gpu
     from processes import bench_processes
     from scale import bench_scale
 
@@ -575,7 +584,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
               "paragraphs": bench_paragraphs,
               "engines": lambda a, f: bench_engines(a, f, run_measured, mtkit, bleu_of, count_lines),
               "processes": lambda a, f: bench_processes(a, f, run_measured, mtkit, bleu_of, count_lines),
-              "scale": lambda a, f: bench_scale(a, f, sys.modules[__name__])}
+              "scale": lambda a, f: bench_scale(a, f, sys.modules[__name__]),
+              "gpu": lambda a, f: bench_gpu(a, f, sys.modules[__name__])}
     for part in args.parts:
         results[part] = stages[part](args, files)
         # each part says when and from which commit it was measured: an --only run keeps the others

@@ -61,6 +61,8 @@ def coerce(value: Any, tp: Any, name: str) -> Any:
     origin = typing.get_origin(tp)
     if origin is Literal:
         choices = typing.get_args(tp)
+        if isinstance(value, bool) and {"on", "off"} <= set(choices):
+            value = "on" if value else "off"  # YAML 1.1 reads a bare on/off as a boolean
         if value not in choices:
             raise ConfigError(f"{name}: {value!r} is not one of {', '.join(map(str, choices))}")
         return value

@@ -126,12 +126,14 @@ def decode_dtype(precision: str, device: torch.device, int8: bool = False) -> to
     return autocast_dtype(precision, device) or torch.float32
 
 
-def autocast(device: torch.device, dtype: torch.dtype | None) -> contextlib.AbstractContextManager:
-    """torch.autocast for ``dtype``, or nothing for plain fp32."""
+def autocast(device: torch.device, dtype: torch.dtype | None,
+             cache: bool = True) -> contextlib.AbstractContextManager:
+    """torch.autocast for ``dtype``, or nothing for plain fp32. ``cache=False`` casts the weights anew
+    at each use, as code recorded into a CUDA graph must (a cached cast would outlive the capture)."""
     import torch
     if dtype is None:
         return contextlib.nullcontext()
-    return torch.autocast(device_type=device.type, dtype=dtype)
+    return torch.autocast(device_type=device.type, dtype=dtype, cache_enabled=cache)
 
 
 def thread_count(threads: int = 0, share: int = 1) -> int:

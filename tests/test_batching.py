@@ -166,3 +166,64 @@ def test_sampler_reads_lengths_from_the_shards(tmp_path):
     for b in batches:
         collated = collate(data, b)
         assert collated.src.numel() <= 64 and collated.tgt_in.numel() <= 64
+
+
+# ------------------------------------------------------------------------------------ shape buckets
+def test_bucket_lengths_are_multiples_of_8_with_at_most_an_eighth_of_padding_above_64():
+    from mtkit.data.batching import bucket_length
+
+    lengths = np.arange(1, 1025)
+    buckets = bucket_length(lengths)
+    assert (buckets >= lengths).all() and (buckets % 8 == 0).all()
+    assert buckets[:64].tolist() == [8 * ((x + 7) // 8) for x in range(1, 65)]
+    assert ((buckets[64:] - lengths[64:]) <= lengths[64:] / 4).all()
+    assert len(set(bucket_length(np.arange(1, 252)).tolist())) == 16  # the recipe's max_len 250 + 1
+
+
+def test_bucketed_batches_fit_few_fixed_shapes_and_cover_each_sentence_once(lengths):
+    from mtkit.data.batching import bucket_length, bucket_rows
+
+    src, tgt = lengths
+    sampler = TokenBatchSampler(src, tgt, max_tokens=300, seed=3, buckets=True)
+    batches = sampler.epoch_batches(1)
+    assert sorted(np.concatenate(batches).tolist()) == list(range(len(src)))
+    cost = batch_cost_lengths(src, tgt)
+    for b in batches:
+        rows, length = sampler.batch_shape(b)
+        assert len(set(bucket_length(cost[b]).tolist())) == 1  # one bucket per batch
+        assert length == bucket_length(int(cost[b].max())) and rows == bucket_rows(length, 300)
+        assert len(b) <= rows and rows * length <= 300
+    assert sampler.shapes(1) == sampler.shapes(2)  # the set of shapes does not depend on the epoch
+    assert len(sampler.shapes(1)) <= 8  # lengths up to 65: buckets 8, 16, ..., 64, 80
+    # unbucketed, nearly every batch has a shape of its own
+    plain = TokenBatchSampler(src, tgt, max_tokens=300, seed=3)
+    plain_shapes = {(len(b), int(cost[b].max())) for b in plain.epoch_batches(1)}
+    assert len(plain_shapes) > 3 * len(sampler.shapes(1))
+
+
+def test_bucketed_batches_are_seeded_shuffled_and_resumable(lengths):
+    src, tgt = lengths
+    a = TokenBatchSampler(src, tgt, max_tokens=300, seed=3, buckets=True)
+    b = TokenBatchSampler(src, tgt, max_tokens=300, seed=3, buckets=True)
+    assert all(np.array_equal(x, y) for x, y in zip(a.epoch_batches(4), b.epoch_batches(4), strict=True))
+    first, second = a.epoch_batches(1), a.epoch_batches(2)
+    assert not all(np.array_equal(x, y) for x, y in zip(first, second, strict=False))
+    dev = TokenBatchSampler(src, tgt, max_tokens=300, shuffle=False, buckets=True)
+    assert all(np.array_equal(x, y) for x, y in zip(dev.epoch_batches(0), dev.epoch_batches(9), strict=True))
+
+
+def test_collate_to_a_shape_pads_rows_and_columns(tmp_path):
+    import torch
+
+    data = _write_split(tmp_path, [([10, 11, 12], [20]), ([13], [21, 22, 23]), ([14, 15], [24, 25])])
+    ids = np.array([0, 1])
+    plain = collate(data, ids)
+    shaped = collate(data, ids, shape=(4, 16))
+    for name in ("src", "tgt_in", "tgt_out"):
+        small, big = getattr(plain, name), getattr(shaped, name)
+        assert big.shape == (4, 16)
+        assert torch.equal(big[:2, : small.size(1)], small)
+        assert (big[:2, small.size(1):] == PAD_ID).all() and (big[2:] == PAD_ID).all()
+    assert (shaped.num_tgt_tokens, shaped.num_src_tokens) == (plain.num_tgt_tokens, plain.num_src_tokens)
+    with pytest.raises(ValueError, match="does not fit"):
+        collate(data, ids, shape=(1, 16))

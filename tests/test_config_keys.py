@@ -37,7 +37,7 @@ from mtkit.metrics_log import read_metrics
 from mtkit.models import build_model
 from mtkit.prepare import prepare
 from mtkit.search import search
-from mtkit.train import trainer as trainer_module
+from mtkit.train import update as update_module
 from mtkit.train.schedules import LRSchedule
 from mtkit.train.trainer import Trainer, train
 from mtkit.translator import Translator
@@ -184,6 +184,8 @@ CASES: dict[str, list[Case]] = {
     "training.precision": run("bf16"),
     "training.compile": run(True),  # the probe records torch.compile calls instead of compiling
     "training.threads": run(2),
+    "training.shape_buckets": run("on"),  # padded batches: other tokens/s counts, padding, weights
+    "training.cuda_graphs": [Case("run", "on", expect="refused")],  # needs CUDA: refused on this CPU
     # p(gold) with the default ss_k (2000) is 0.9999 for two updates: no token would be swapped
     "training.scheduled_sampling": [Case("run", "linear", also={"training.ss_k": 1.0})],
     "training.ss_k": run(1.0, scheduled_sampling="linear"),
@@ -346,13 +348,13 @@ def probe_crash(cfg: Any, dotted: dict, root: Path, env: Env) -> Any:
 
 
 def probe_nan(cfg: Any, dotted: dict, root: Path, env: Env) -> Any:
-    real = trainer_module.projected_label_smoothed_nll
+    real = update_module.projected_label_smoothed_nll
 
-    def poisoned(*args: Any) -> Any:
-        loss, nll = real(*args)
+    def poisoned(*args: Any, **kwargs: Any) -> Any:
+        loss, nll = real(*args, **kwargs)
         return loss * float("nan"), nll
 
-    with mock.patch.object(trainer_module, "projected_label_smoothed_nll", poisoned):
+    with mock.patch.object(update_module, "projected_label_smoothed_nll", poisoned):
         return probe_run(cfg, dotted, root, env)
 
 

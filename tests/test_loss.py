@@ -96,22 +96,28 @@ def _projection_case(seed: int = 4, vocab: int = 23, dim: int = 16):
 
 @pytest.mark.parametrize("eps", [0.0, 0.1])
 @pytest.mark.parametrize("block_rows", [1, 16, 1024])
-def test_projected_loss_equals_the_loss_of_the_logits(eps, block_rows):
+@pytest.mark.parametrize("drop_padding", [True, False])
+def test_projected_loss_equals_the_loss_of_the_logits(eps, block_rows, drop_padding):
     """Loss, NLL and both gradients as if the whole logits were computed (blocks that divide the rows
-    or not, one block for all), and the gradient scales with the incoming one (grad scaler)."""
+    or not, one block for all), and the gradient scales with the incoming one (grad scaler); PAD rows
+    dropped before the blocks (CPU) or kept with weight 0 (GPU: no read back to find them)."""
     features, weight, target = _projection_case()
     loss, nll = label_smoothed_nll(features @ weight.t(), target, eps)
     (3 * loss).backward()
     expected = features.grad.clone(), weight.grad.clone()
     features.grad = weight.grad = None
     blocked_loss, blocked_nll = projected_label_smoothed_nll(features, weight, target, eps,
-                                                             block_rows=block_rows)
+                                                             block_rows=block_rows, drop_padding=drop_padding)
     (3 * blocked_loss).backward()
     assert blocked_loss.item() == pytest.approx(loss.item(), rel=1e-5)
     assert blocked_nll.item() == pytest.approx(nll.item(), rel=1e-5)
     assert torch.allclose(features.grad, expected[0], atol=1e-5)
     assert torch.allclose(weight.grad, expected[1], atol=1e-5)
     assert torch.all(features.grad[target == PAD_ID] == 0)
+    with torch.no_grad():  # validation's path
+        alone, _ = projected_label_smoothed_nll(features, weight, target, eps, block_rows=block_rows,
+                                                drop_padding=drop_padding)
+    assert alone.item() == pytest.approx(loss.item(), rel=1e-5)
 
 
 def test_projected_loss_adds_to_a_tied_weights_other_gradient():

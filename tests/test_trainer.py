@@ -117,15 +117,15 @@ def test_update_freq_accumulates_batches(copy_data, tmp_path):
 
 
 def test_nonfinite_losses_skip_updates_then_abort(copy_data, tmp_path, monkeypatch, capsys):
-    import mtkit.train.trainer as trainer_module
+    import mtkit.train.update as update_module
 
-    real_loss = trainer_module.projected_label_smoothed_nll
+    real_loss = update_module.projected_label_smoothed_nll
 
-    def poisoned(features, weight, target, eps):
-        loss, nll = real_loss(features, weight, target, eps)
+    def poisoned(features, weight, target, eps, **options):
+        loss, nll = real_loss(features, weight, target, eps, **options)
         return loss * float("nan"), nll
 
-    monkeypatch.setattr(trainer_module, "projected_label_smoothed_nll", poisoned)
+    monkeypatch.setattr(update_module, "projected_label_smoothed_nll", poisoned)
     cfg = _config(copy_data, tmp_path / "nan", max_steps=50, save_every=2, max_nonfinite=3)
     with pytest.raises(MtkitError, match="3 consecutive updates had a non-finite loss"):
         train(cfg)
@@ -234,3 +234,68 @@ def test_a_model_directory_keeps_the_bpe_model_it_was_created_with(copy_data, tm
     with pytest.raises(MtkitError, match="differs from .*bpe.model.* train into a new training.model_dir"):
         train(_config(data, tmp_path / "m", max_steps=4, validate_every=2))
     assert (tmp_path / "m" / "bpe.model").read_bytes() == before
+
+
+# ------------------------------------------------------------------------- the GPU path, on a CPU
+_READ_BACKS = ("item", "tolist", "numpy", "nonzero", "__bool__", "__int__", "__float__", "__index__")
+
+
+def _count_read_backs(monkeypatch) -> list[str]:
+    """Patch every Tensor method that brings a value to the host (on a GPU: waits for it) to record
+    its name: the mock device counter."""
+    calls: list[str] = []
+    for name in _READ_BACKS:
+        real = getattr(torch.Tensor, name)
+
+        def counted(self, *args, _real=real, _name=name, **kwargs):
+            calls.append(_name)
+            return _real(self, *args, **kwargs)
+
+        monkeypatch.setattr(torch.Tensor, name, counted)
+    return calls
+
+
+@pytest.mark.parametrize("gpu_path", [True, False])
+def test_updates_read_nothing_back_on_the_gpu_path(copy_data, tmp_path, monkeypatch, gpu_path):
+    """With the settings a GPU trains with (PAD rows weighted out instead of looked up, the
+    non-finite check left to the log line) an update reads no tensor value back, so the host never
+    waits for the device; on a CPU both reads are free and kept."""
+    from mtkit.device import DistInfo
+    from mtkit.train.trainer import Trainer
+
+    cfg = _config(copy_data, tmp_path / "m", max_steps=10, shape_buckets="on")
+    trainer = Trainer(cfg, DistInfo(), torch.device("cpu"), resume=False)
+    trainer.updater.drop_padding = trainer.updater.read_back_each_update = not gpu_path
+    work = trainer._work(0, 0)
+    groups = [next(work).batches for _ in range(5)]
+    calls = _count_read_backs(monkeypatch)
+    for group in groups:
+        trainer._update(group)
+    monkeypatch.undo()
+    if gpu_path:
+        assert calls == []
+    else:
+        assert "nonzero" in calls and "__int__" in calls
+    trainer._log()  # the log line reads the sums: once per log_every updates
+    assert _events(tmp_path / "m", "train")[-1]["loss"] > 0
+
+
+def test_bucketed_training_resumes_like_an_uninterrupted_run(copy_data, tmp_path):
+    straight = tmp_path / "straight"
+    train(_config(copy_data, straight, max_steps=40, shape_buckets="on", save_every=20))
+    split = tmp_path / "split"
+    train(_config(copy_data, split, max_steps=20, shape_buckets="on", save_every=20))
+    train(_config(copy_data, split, max_steps=40, shape_buckets="on", save_every=20))
+    a = torch.load(straight / "checkpoint_last.pt", weights_only=True)["model"]
+    b = torch.load(split / "checkpoint_last.pt", weights_only=True)["model"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    events = _events(straight, "train")
+    assert all(e["mfu"] is None for e in events)  # no peak FLOP/s known for a CPU: no MFU shown
+    assert 0 < events[-1]["padding"] < 1
+
+
+def test_cuda_graphs_are_refused_where_they_cannot_run(copy_data, tmp_path):
+    from mtkit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="cuda_graphs=on: not possible here .the device is cpu"):
+        train(_config(copy_data, tmp_path / "g", cuda_graphs="on"))

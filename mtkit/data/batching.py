@@ -7,6 +7,13 @@ permutation drawn from (seed, epoch), so batches hold similar lengths and paddin
 their members still change from epoch to epoch. The order of the batches is then shuffled from the
 same (seed, epoch) generator.
 
+With ``buckets`` (the default on a GPU, ``training.shape_buckets``) every batch is padded to one of a
+small set of shapes: its length is rounded up to a bucket (``bucket_length``: multiples of 8 up to 64,
+then steps of an eighth of the next power of two) and its row count is the bucket's fixed
+``max_tokens // length``, the last batch of a bucket filled up with empty (all-PAD) rows. Sentences
+are grouped by bucket instead of sorted one by one. A GPU then sees ~16 shapes instead of thousands,
+so each kernel choice, allocation and captured CUDA graph is made once per shape, not once per batch.
+
 Resumption needs no saved list: the position is (epoch, index of the next batch), and
 ``epoch_batches(epoch)`` rebuilds the identical list from the seed. Only the length arrays are held
 in memory (numpy, 4 bytes a sentence), with the batch lists (4 bytes a sentence); tokens are read
@@ -31,6 +38,36 @@ def batch_cost_lengths(src_lengths: np.ndarray, tgt_lengths: np.ndarray) -> np.n
     """Per-sentence length that a batch's padded size is counted in: max(src, tgt + 1) (4 bytes a
     sentence: a corpus of 15M pairs keeps 60 MB of them)."""
     return np.maximum(src_lengths.astype(np.uint32), tgt_lengths.astype(np.uint32) + 1)
+
+
+def bucket_length(lengths: np.ndarray | int) -> np.ndarray:
+    """The padded length each length is rounded up to: a multiple of max(8, next power of two / 8),
+    so 1-8 → 8, 9-16 → 16, …, 57-64 → 64, 65-80 → 80, …, 225-256 → 256 (≤ 12.5% padding above 64,
+    a multiple of 8 everywhere, as tensor cores like)."""
+    x = np.maximum(np.asarray(lengths, dtype=np.int64), 1)
+    power = np.left_shift(1, np.ceil(np.log2(x)).astype(np.int64))
+    step = np.maximum(8, power // 8)
+    return (x + step - 1) // step * step
+
+
+def bucket_rows(length: int, max_tokens: int) -> int:
+    """Rows of every batch padded to ``length``: as many as the token budget holds (at least one)."""
+    return max(1, max_tokens // int(length))
+
+
+def pack_bucketed(order: np.ndarray, lengths: np.ndarray, max_tokens: int) -> list[np.ndarray]:
+    """Cut `order` into batches whose members share one bucket (``bucket_length``) and number at most
+    ``bucket_rows`` of it; members keep their relative order within a bucket."""
+    buckets = bucket_length(lengths[order])
+    by_bucket = np.argsort(buckets, kind="stable")
+    grouped, sorted_buckets = order[by_bucket], buckets[by_bucket]
+    starts = np.flatnonzero(np.diff(sorted_buckets, prepend=-1))
+    ends = np.append(starts[1:], len(grouped))
+    batches: list[np.ndarray] = []
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        rows = bucket_rows(int(sorted_buckets[start]), max_tokens)
+        batches.extend(grouped[i:min(i + rows, end)] for i in range(start, end, rows))
+    return batches
 
 
 def pack_sorted(order: np.ndarray, lengths: np.ndarray, max_tokens: int) -> list[np.ndarray]:
@@ -76,7 +113,7 @@ class TokenBatchSampler:
     """
 
     def __init__(self, src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: int, seed: int = 1,
-                 shuffle: bool = True, rank: int = 0, world_size: int = 1):
+                 shuffle: bool = True, rank: int = 0, world_size: int = 1, buckets: bool = False):
         if max_tokens < 1:
             raise ValueError("max_tokens must be positive")
         self.src_lengths = np.asarray(src_lengths)  # as compact as the shards keep them
@@ -87,6 +124,7 @@ class TokenBatchSampler:
         self.shuffle = shuffle
         self.rank = rank
         self.world_size = world_size
+        self.buckets = buckets
         self._cache: tuple[int, list[np.ndarray]] | None = None
 
     def __len__(self) -> int:
@@ -94,16 +132,28 @@ class TokenBatchSampler:
         return len(self.epoch_batches(0))
 
     def _all_batches(self, epoch: int) -> list[np.ndarray]:
+        pack = pack_bucketed if self.buckets else pack_sorted
         if not self.shuffle:
             order = np.argsort(self.lengths, kind="stable").astype(_index_dtype(len(self.lengths)))
-            return pack_sorted(order, self.lengths, self.max_tokens)
+            return pack(order, self.lengths, self.max_tokens)
         rng = np.random.default_rng([self.seed, epoch])
         # rng.permutation(n) drawn into 4-byte indices (the same permutation, half the memory)
         perm = np.arange(len(self.lengths), dtype=_index_dtype(len(self.lengths)))
         rng.shuffle(perm)
-        order = perm[np.argsort(self.lengths[perm], kind="stable")]
-        batches = pack_sorted(order, self.lengths, self.max_tokens)
+        order = perm if self.buckets else perm[np.argsort(self.lengths[perm], kind="stable")]
+        batches = pack(order, self.lengths, self.max_tokens)
         return [batches[i] for i in rng.permutation(len(batches))]
+
+    def batch_shape(self, batch: np.ndarray) -> tuple[int, int] | None:
+        """(rows, length) that `batch` is padded to under buckets; None without them."""
+        if not self.buckets:
+            return None
+        length = int(bucket_length(int(self.lengths[batch].max())))
+        return bucket_rows(length, self.max_tokens), length
+
+    def shapes(self, epoch: int = 0) -> set[tuple[int, int]]:
+        """The distinct padded shapes of this rank's batches of `epoch` (buckets only)."""
+        return {shape for b in self.epoch_batches(epoch) if (shape := self.batch_shape(b)) is not None}
 
     def epoch_batches(self, epoch: int) -> list[np.ndarray]:
         """This rank's batches (arrays of sentence indices) for `epoch`, always the same list."""
@@ -118,7 +168,16 @@ class TokenBatchSampler:
         return batches
 
     def padding_fraction(self, epoch: int = 0) -> float:
-        return padding_fraction(self.epoch_batches(epoch), self.src_lengths, self.tgt_lengths)
+        batches = self.epoch_batches(epoch)
+        if not self.buckets:
+            return padding_fraction(batches, self.src_lengths, self.tgt_lengths)
+        real = padded = 0
+        for b in batches:
+            rows, length = self.batch_shape(b)  # type: ignore[misc]
+            real += int(self.src_lengths[b].sum(dtype=np.int64)) + len(b)
+            real += int(self.tgt_lengths[b].sum(dtype=np.int64))
+            padded += 2 * rows * length
+        return 1.0 - real / padded if padded else 0.0
 
 
 @dataclass
@@ -143,17 +202,25 @@ class Batch:
                      self.num_tgt_tokens, self.num_src_tokens)
 
 
-def collate(data: ParallelData, ids: np.ndarray) -> Batch:
-    """Read sentences `ids` from the shards into padded tensors (src; BOS+tgt; tgt+EOS)."""
+def collate(data: ParallelData, ids: np.ndarray, shape: tuple[int, int] | None = None) -> Batch:
+    """Read sentences `ids` from the shards into padded tensors (src; BOS+tgt; tgt+EOS); with
+    ``shape`` = (rows, length) every tensor is [rows, length] (rows past the sentences all PAD)."""
     import torch
 
     src_len = data.src.lengths[ids].astype(np.int64)
     tgt_len = data.tgt.lengths[ids].astype(np.int64)
     n = len(ids)
-    src = np.full((n, max(1, int(src_len.max()))), PAD_ID, dtype=np.int64)
-    tgt_in = np.full((n, int(tgt_len.max()) + 1), PAD_ID, dtype=np.int64)
+    if shape is None:
+        src_shape, tgt_shape = (n, max(1, int(src_len.max()))), (n, int(tgt_len.max()) + 1)
+    else:
+        rows, length = shape
+        if rows < n or length < max(int(src_len.max()), int(tgt_len.max()) + 1):
+            raise ValueError(f"batch of {n} sentences does not fit shape {shape}")
+        src_shape = tgt_shape = (rows, length)
+    src = np.full(src_shape, PAD_ID, dtype=np.int64)
+    tgt_in = np.full(tgt_shape, PAD_ID, dtype=np.int64)
     tgt_out = np.full_like(tgt_in, PAD_ID)
-    tgt_in[:, 0] = BOS_ID
+    tgt_in[:n, 0] = BOS_ID
     for row, i in enumerate(ids):
         s, t = data.src[i], data.tgt[i]
         src[row, : len(s)] = s
@@ -165,5 +232,6 @@ def collate(data: ParallelData, ids: np.ndarray) -> Batch:
 
 
 def sampler_for(data: ParallelData, max_tokens: int, seed: int = 1, shuffle: bool = True,
-                rank: int = 0, world_size: int = 1) -> TokenBatchSampler:
-    return TokenBatchSampler(data.src.lengths, data.tgt.lengths, max_tokens, seed, shuffle, rank, world_size)
+                rank: int = 0, world_size: int = 1, buckets: bool = False) -> TokenBatchSampler:
+    return TokenBatchSampler(data.src.lengths, data.tgt.lengths, max_tokens, seed, shuffle, rank, world_size,
+                             buckets)

@@ -21,6 +21,7 @@ from mtkit.config import from_dict, to_dict
 from mtkit.errors import CheckpointError, MtkitError
 from mtkit.textio import warn
 from mtkit.train.distributed import broadcast_object
+from mtkit.train.runtime import plain_optimizer_state
 from mtkit.train.state import TrainState
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,7 +60,11 @@ class Checkpointing:
                                   "restore it or train into a new model_dir")
         try:
             self.model.load_state_dict(state["model"])
+            flags = [{k: g[k] for k in ("fused", "foreach", "capturable") if k in g}
+                     for g in self.optimizer.param_groups]
             self.optimizer.load_state_dict(state["optimizer"])
+            for group, own in zip(self.optimizer.param_groups, flags, strict=True):
+                group.update(own)  # this run's kernels, not the checkpoint's
         except (RuntimeError, KeyError, ValueError) as exc:
             reason = str(exc).splitlines()[0][:200]
             raise CheckpointError(f"{path}: does not fit this model ({reason})") from None
@@ -99,7 +104,7 @@ class Checkpointing:
         self.state.elapsed = self._elapsed()
         state = self._model_state(self.state.last_valid)
         state.update({
-            "optimizer": self.optimizer.state_dict(),
+            "optimizer": plain_optimizer_state(self.optimizer),
             "scheduler": self.schedule.state_dict(),
             "scaler": self.scaler.state_dict() if self.scaler is not None else None,
             "rng": capture_rng_state(),

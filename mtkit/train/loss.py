@@ -114,21 +114,27 @@ def label_smoothed_nll(logits: Tensor, target: Tensor, epsilon: float,
 
 
 def _blocked_loss(h: Tensor, w: Tensor, target: Tensor, epsilon: float, pad_id: int, block_rows: int,
-                  grad_features: Tensor | None, grad_weight: Tensor | None) -> tuple[Tensor, Tensor]:
+                  grad_features: Tensor | None, grad_weight: Tensor | None,
+                  keep: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """Summed loss and NLL of ``h @ wᵀ`` [N, V], ``block_rows`` rows at a time; writes dL/dh into
-    ``grad_features`` [N, D] and adds dL/dw into ``grad_weight`` [V, D] where they are given."""
+    ``grad_features`` [N, D] and adds dL/dw into ``grad_weight`` [V, D] where they are given.
+    ``keep`` [N] (float, 0 at PAD targets) when PAD rows are still among the N."""
     loss = torch.zeros((), dtype=torch.float32, device=h.device)
     nll_sum = torch.zeros((), dtype=torch.float32, device=h.device)
     for start in range(0, h.size(0), block_rows):
         rows = slice(start, start + block_rows)
         block, block_target = h[rows], target[rows]
+        block_keep = keep[rows] if keep is not None else None
         block_loss, block_nll, probs = _smoothed_loss((block @ w.t()).float(), block_target, epsilon, pad_id,
-                                                      keep=None)
+                                                      keep=block_keep)
         loss += block_loss
         nll_sum += block_nll
         if grad_features is None and grad_weight is None:
             continue
-        grad = _gradient_in_place(probs, block_target, epsilon, pad_id).to(h.dtype)
+        grad = _gradient_in_place(probs, block_target, epsilon, pad_id)
+        if block_keep is not None:
+            grad.mul_(block_keep.unsqueeze(1))
+        grad = grad.to(h.dtype)
         if grad_features is not None:
             grad_features[rows] = grad @ w
         if grad_weight is not None:
@@ -146,12 +152,13 @@ class _ProjectedLabelSmoothedNLL(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, features: Tensor, weight: Tensor, target: Tensor, epsilon: float, pad_id: int,
-                dtype: torch.dtype, block_rows: int) -> tuple[Tensor, Tensor]:
+                dtype: torch.dtype, block_rows: int, keep: Tensor | None) -> tuple[Tensor, Tensor]:
         h, w = features.detach().to(dtype), weight.detach().to(dtype)
         features_learn, weight_learns = ctx.needs_input_grad[:2]  # a frozen output layer learns nothing
         grad_features = torch.empty(h.shape, dtype=torch.float32, device=h.device) if features_learn else None
         grad_weight = torch.zeros(w.shape, dtype=torch.float32, device=w.device) if weight_learns else None
-        loss, nll_sum = _blocked_loss(h, w, target, epsilon, pad_id, block_rows, grad_features, grad_weight)
+        loss, nll_sum = _blocked_loss(h, w, target, epsilon, pad_id, block_rows, grad_features, grad_weight,
+                                      keep)
         ctx.save_for_backward(grad_features, grad_weight)
         ctx.dtypes = features.dtype, weight.dtype
         ctx.mark_non_differentiable(nll_sum)
@@ -159,26 +166,28 @@ class _ProjectedLabelSmoothedNLL(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, grad_loss: Tensor, _grad_nll: Tensor
-                 ) -> tuple[Tensor | None, Tensor | None, None, None, None, None, None]:
+                 ) -> tuple[Tensor | None, Tensor | None, None, None, None, None, None, None]:
         grad_features, grad_weight = ctx.saved_tensors
         features_dtype, weight_dtype = ctx.dtypes
         if grad_features is not None:
             grad_features = (grad_features * grad_loss).to(features_dtype)
         if grad_weight is not None:
             grad_weight = (grad_weight * grad_loss).to(weight_dtype)
-        return grad_features, grad_weight, None, None, None, None, None
+        return grad_features, grad_weight, None, None, None, None, None, None
 
 
 def projected_label_smoothed_nll(features: Tensor, weight: Tensor, target: Tensor, epsilon: float,
                                  dtype: torch.dtype | None = None, pad_id: int = PAD_ID,
-                                 block_rows: int = LOSS_BLOCK_ROWS) -> tuple[Tensor, Tensor]:
+                                 block_rows: int = LOSS_BLOCK_ROWS, drop_padding: bool = True
+                                 ) -> tuple[Tensor, Tensor]:
     """``label_smoothed_nll(features @ weightᵀ, target, epsilon)`` without the [N, V] logits.
 
     features: [..., D] (the decoder's output before the output projection), weight: [V, D] (the
     projection's, tied or not), target: [...]; ``dtype`` is the products' dtype (None: autocast's where
     it is on, as for the output layer itself, else the weight's). PAD positions are dropped before the
-    blocks, so padding costs no output-layer work. Under ``torch.no_grad`` (validation) the blocks
-    compute the loss only."""
+    blocks, so padding costs no output-layer work; ``drop_padding=False`` keeps them (weighted 0)
+    instead, because finding them costs a read back to the host, which a GPU must not wait for (and a
+    CUDA graph cannot hold). Under ``torch.no_grad`` (validation) the blocks compute the loss only."""
     vocab, dim = weight.shape
     if dtype is None:  # the dtype F.linear would compute in here: autocast's, if it is on
         kind = features.device.type
@@ -186,13 +195,19 @@ def projected_label_smoothed_nll(features: Tensor, weight: Tensor, target: Tenso
     if epsilon > 0 and vocab <= 2:
         raise ValueError("label smoothing needs a vocabulary of more than 2 entries")
     target = target.reshape(-1)
-    rows = (target != pad_id).nonzero().squeeze(1)
-    features, target = features.reshape(-1, dim).index_select(0, rows), target.index_select(0, rows)
+    features = features.reshape(-1, dim)
+    keep = None
+    if drop_padding:
+        rows = (target != pad_id).nonzero().squeeze(1)
+        features, target = features.index_select(0, rows), target.index_select(0, rows)
+    else:
+        keep = (target != pad_id).float()
     epsilon = float(epsilon)
     if not torch.is_grad_enabled():  # validation: the loss alone
         h, w = features.to(dtype), weight.to(dtype)
-        return _blocked_loss(h, w, target, epsilon, pad_id, block_rows, None, None)
-    return _ProjectedLabelSmoothedNLL.apply(features, weight, target, epsilon, pad_id, dtype, block_rows)
+        return _blocked_loss(h, w, target, epsilon, pad_id, block_rows, None, None, keep)
+    return _ProjectedLabelSmoothedNLL.apply(features, weight, target, epsilon, pad_id, dtype, block_rows,
+                                            keep)
 
 
 def diversity_penalty(attn: Tensor, tgt_mask: Tensor, src_mask: Tensor | None = None) -> Tensor:

@@ -1,10 +1,10 @@
 """`mtkit train`: the training loop.
 
-One update = ``update_freq`` token-budget batches: forward under autocast, label-smoothed loss summed
-over target tokens, backward; then the gradients are divided by the number of target tokens of the
-whole update (all batches, all ranks), clipped, and the fused Adam step is taken — skipped on device
-when the gradient is not finite. Nothing is read back from the accelerator per update: loss sums
-and the non-finite counters stay tensors until the next log line.
+One update = ``update_freq`` token-budget batches, run by `mtkit.train.update.Updater` (forward,
+loss, backward, the divided, clipped, fused Adam step; on a GPU optionally as CUDA graphs, see
+`mtkit.train.graphs`). Nothing is read back from the accelerator per update: loss sums and the
+non-finite counters stay tensors until the next log line. On a GPU the next batches are collated
+and pinned on a background thread (`mtkit.data.prefetch`) while the current update runs.
 
 The position in the data is (epoch, index of the next batch); together with the model, optimizer,
 schedule, RNG states and validation history it goes into ``checkpoint_last.pt``, so a resumed run
@@ -19,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import math
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ from mtkit import checkpoint as files
 from mtkit.bpe import Bpe
 from mtkit.config import Config
 from mtkit.data.batching import Batch, TokenBatchSampler, collate, sampler_for
+from mtkit.data.prefetch import Prefetcher
 from mtkit.data.shards import ParallelData
 from mtkit.device import autocast, autocast_dtype, resolve_device, thread_count, threads
 from mtkit.errors import DataError, MtkitError
@@ -46,18 +49,17 @@ from mtkit.train.distributed import (
     init_distributed,
     shutdown_distributed,
 )
-from mtkit.train.loss import diversity_penalty, projected_label_smoothed_nll
+from mtkit.train.flops import peak_flops, update_flops
+from mtkit.train.graphs import use_cuda_graphs, use_shape_buckets
 from mtkit.train.model_dir import write_model_files
 from mtkit.train.progress import TrainingDisplay, train_line, valid_line
-from mtkit.train.runtime import make_optimizer, release_freed_memory, resident_fields
-from mtkit.train.sampling import gold_probability, mix_predictions
+from mtkit.train.runtime import learning_rate_on_device, make_optimizer, release_freed_memory, resident_fields
 from mtkit.train.schedules import LRSchedule
 from mtkit.train.state import TrainState
+from mtkit.train.update import Updater
 from mtkit.train.validation import DevSet, build_dev_set, evaluate
-from mtkit.vocab import PAD_ID
 
 _OUT_OF_MEMORY = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
-
 
 def train(cfg: Config, resume: bool | None = None) -> None:
     """Train the model described by `cfg` (resume: True/False, or None = when a checkpoint exists).
@@ -78,6 +80,17 @@ def train(cfg: Config, resume: bool | None = None) -> None:
             Trainer(cfg, info, device, resume, parent).run()
         finally:
             shutdown_distributed()
+
+
+@dataclass
+class UpdateWork:
+    """One update's batches, collated (and pinned on a GPU), with where they sit in the epoch."""
+
+    epoch: int
+    start: int  # index of the first batch in the epoch's list
+    epoch_batches: int  # batches in this epoch
+    batches: list[Batch]
+    flops: float | None  # model FLOPs (see mtkit.train.flops)
 
 
 class Trainer(Checkpointing):
@@ -106,14 +119,14 @@ class Trainer(Checkpointing):
                                  self.meta.joint).to(device)
         self.start_lines = [init_from.freeze(self.model, tc.freeze, cfg.model.arch)]  # before the optimizer
         self.autocast_dtype = autocast_dtype(tc.precision, device, setting="training.precision=")
-        self.optimizer = make_optimizer(self.model, tc, device)
-        self.fused = bool(self.optimizer.defaults.get("fused"))
+        self.buckets = use_shape_buckets(tc.shape_buckets, device)
+        self.graphed = use_cuda_graphs(cfg, device, info, self.buckets)
+        self.optimizer = make_optimizer(self.model, tc, device, capturable=self.graphed)
         self.scaler = torch.amp.GradScaler(device.type) if self.autocast_dtype == torch.float16 else None
         model_dim = cfg.model.d_model if cfg.model.arch == "transformer" else cfg.model.hidden_size
         self.schedule = LRSchedule(tc, model_dim)
         self.sampler: TokenBatchSampler = sampler_for(self.train_data, tc.max_tokens, tc.seed, True,
-                                                      info.rank, info.world_size)
-        self.params = [p for p in self.model.parameters() if p.requires_grad]
+                                                      info.rank, info.world_size, self.buckets)
         self.state = TrainState(world_size=info.world_size, max_tokens=tc.max_tokens, seed=tc.seed)
         self.elapsed_before = 0.0  # training seconds of earlier processes (resumed runs)
         resume_step = self._maybe_resume(resume)
@@ -129,13 +142,17 @@ class Trainer(Checkpointing):
                 self.model, device_ids=[device.index] if device.type == "cuda" else None)
         if tc.compile:
             self.train_model = torch.compile(self.train_model, dynamic=True)
+        self.prefetch = device.type == "cuda"
+        self.peak_flops = peak_flops(torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+                                     self.autocast_dtype is not None)
+        if self.graphed:
+            learning_rate_on_device(self.optimizer, device)
+        self.updater = Updater(self.model, self.train_model, self.optimizer, self.scaler, tc, info, device,
+                               self.autocast_dtype, self.graphed)
+        self.run_totals = [0.0, 0.0, 0.0]  # target tokens, model FLOPs, training seconds of this process
         if info.is_main:
             write_model_files(cfg, self.meta, self.model_dir)
         self.metrics = MetricsLog(self.model_dir / files.METRICS_FILE, resume_step) if info.is_main else None
-        # consecutive / total skipped updates, as device tensors (read on CPU at once, else at log time)
-        self.nonfinite_run = torch.zeros((), device=device)
-        self.nonfinite_worst_run = torch.zeros((), device=device)
-        self.nonfinite_total = torch.zeros((), device=device)
         self.started = time.monotonic()
         self.display = TrainingDisplay(info.is_main)
         self._reset_log_counters()
@@ -200,121 +217,76 @@ class Trainer(Checkpointing):
         return self.schedule(self.step + self.state.lr_offset)
 
     def _reset_log_counters(self) -> None:
-        dev = self.device
-        self.acc_loss = torch.zeros((), device=dev)
-        self.acc_nll = torch.zeros((), device=dev)
-        self.acc_tokens = torch.zeros((), device=dev)  # target tokens of finite updates (for the means)
+        """Zero the sums of the next log line."""
+        self.updater.reset_log()
         self.count_tokens = 0  # target tokens this rank trained on since the last log
         self.count_real = 0
         self.count_padded = 0
+        self.count_flops: float | None = 0.0
         self.log_clock = time.monotonic()
         self.paused = 0.0
 
-    def _update(self, group: list[np.ndarray]) -> None:
-        """One optimizer update over `group` (update_freq batches)."""
-        tc = self.tc
+    # ----------------------------------------------------------------------------- the batches
+    def _collate(self, ids: np.ndarray) -> Batch:
+        batch = collate(self.train_data, ids, self.sampler.batch_shape(ids))
+        return batch.pin_memory() if self.device.type == "cuda" else batch  # pinned: copies do not wait
+
+    def _work(self, epoch: int, start: int) -> Iterator[UpdateWork]:
+        """The updates from (epoch, start) on, collated, in training order (one epoch after another)."""
+        data, uf = self.train_data, self.tc.update_freq
+        while True:
+            batches = self.sampler.epoch_batches(epoch)
+            while start < len(batches):
+                group = batches[start:start + uf]
+                flops = [update_flops(self.cfg.model, self.meta.tgt_vocab_size, data.src.lengths[ids],
+                                      data.tgt.lengths[ids]) for ids in group]
+                yield UpdateWork(epoch, start, len(batches), [self._collate(ids) for ids in group],
+                                 None if None in flops else float(sum(flops)))  # type: ignore[arg-type]
+                start += len(group)
+            epoch, start = epoch + 1, 0
+
+    # ----------------------------------------------------------------------------- one update
+    def _update(self, batches: list[Batch]) -> None:
+        """One optimizer update over `batches` (update_freq batches)."""
         self.state.step += 1
         lr = self._lr()
         for g in self.optimizer.param_groups:
-            g["lr"] = lr
-        torch.manual_seed((tc.seed * 1_000_003 + self.info.rank * 7_919 + self.step) % (2 ** 63))
-        p_gold = gold_probability(tc.scheduled_sampling, self.step, tc.ss_k, tc.ss_min)
-        need_attention = tc.diversity_penalty > 0
-        batches: list[Batch] = [collate(self.train_data, ids) for ids in group]
-        if self.device.type == "cuda":  # pinned: the copies below run asynchronously
-            batches = [b.pin_memory() for b in batches]
-        update_loss = torch.zeros((), device=self.device)
-        update_nll = torch.zeros((), device=self.device)
-        local_tokens = 0
-        for i, cpu_batch in enumerate(batches):
-            batch = cpu_batch.to(self.device, non_blocking=True)
-            accumulating = self.info.enabled and i < len(batches) - 1 and hasattr(self.train_model, "no_sync")
-            with self.train_model.no_sync() if accumulating else contextlib.nullcontext():  # type: ignore[operator]
-                with self._autocast():
-                    tgt_in = batch.tgt_in
-                    if p_gold < 1.0:
-                        tgt_in = mix_predictions(self.model, batch.src, tgt_in, p_gold)
-                    features, attn = self.train_model(batch.src, tgt_in, need_attention=need_attention,
-                                                      project=False)
-                    # the output layer and the loss in row blocks: the [tokens, vocab] logits never exist
-                    loss, nll = projected_label_smoothed_nll(features, self.model.output_proj.weight,
-                                                             batch.tgt_out, tc.label_smoothing)
-                if need_attention and attn is not None:
-                    penalty = diversity_penalty(attn, batch.tgt_out != PAD_ID, batch.src != PAD_ID)
-                    loss = loss + tc.diversity_penalty * penalty
-                del features, attn
-                (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
-            update_loss += loss.detach()
-            update_nll += nll
-            local_tokens += cpu_batch.num_tgt_tokens
-            self.count_real += cpu_batch.num_src_tokens + cpu_batch.num_tgt_tokens
-            self.count_padded += cpu_batch.src.numel() + cpu_batch.tgt_in.numel()
-        self.count_tokens += local_tokens
-        self._optimizer_step(update_loss, update_nll, local_tokens)
-
-    def _optimizer_step(self, update_loss: torch.Tensor, update_nll: torch.Tensor, local_tokens: int) -> None:
-        """Divide the summed gradients by the update's target tokens, clip, step (skip if non-finite)."""
-        if self.scaler is not None:
-            self.scaler.unscale_(self.optimizer)
-        grads = [p.grad for p in self.params if p.grad is not None]
-        if self.info.enabled:  # DDP averaged the ranks' sums: scale by world_size / all tokens
-            total = all_reduce_sum(torch.tensor(float(local_tokens), device=self.device), self.info)
-            torch._foreach_mul_(grads, self.info.world_size / total)
-        else:
-            torch._foreach_mul_(grads, 1.0 / local_tokens)
-        max_norm = self.tc.clip_norm if self.tc.clip_norm > 0 else float("inf")
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.params, max_norm)
-        bad_loss = ~torch.isfinite(update_loss)
-        nonfinite = bad_loss if self.scaler is not None else (bad_loss | ~torch.isfinite(grad_norm))
-        if self.scaler is not None:  # fp16: the scaler skips overflowing steps and adapts its scale
-            self.scaler.step(self.optimizer)
-            self.scaler.update()
-        elif self.fused:  # the fused kernels skip the step on device when found_inf is set
-            self.optimizer.found_inf = nonfinite.float()  # type: ignore[attr-defined]
-            self.optimizer.grad_scale = None  # type: ignore[attr-defined]
-            try:
-                self.optimizer.step()
-            finally:
-                del self.optimizer.found_inf, self.optimizer.grad_scale  # type: ignore[attr-defined]
-        elif not bool(nonfinite):
-            self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        self.acc_loss += torch.where(nonfinite, 0.0, update_loss)
-        self.acc_nll += torch.where(nonfinite, 0.0, update_nll)
-        self.acc_tokens += (~nonfinite).float() * local_tokens
-        self.nonfinite_run = (self.nonfinite_run + 1) * nonfinite.float()
-        self.nonfinite_worst_run = torch.maximum(self.nonfinite_worst_run, self.nonfinite_run)
-        self.nonfinite_total += nonfinite.float()
-        if self.device.type == "cpu":  # reading a CPU tensor costs no device sync: check at once
+            if isinstance(g["lr"], torch.Tensor):
+                g["lr"].fill_(lr)  # read by the captured step at its replay
+            else:
+                g["lr"] = lr
+        # dropout reseeded from (seed, rank, update): the masks never depend on what ran before
+        torch.manual_seed((self.tc.seed * 1_000_003 + self.info.rank * 7_919 + self.step) % (2 ** 63))
+        for batch in batches:
+            self.count_tokens += batch.num_tgt_tokens
+            self.count_real += batch.num_src_tokens + batch.num_tgt_tokens
+            self.count_padded += batch.src.numel() + batch.tgt_in.numel()
+        self.updater.update(batches, self.step)
+        if self.updater.read_back_each_update:  # reading a CPU tensor costs no device sync: check at once
             self._check_nonfinite()
 
     def _check_nonfinite(self) -> None:
-        total, worst = int(self.nonfinite_total), int(self.nonfinite_worst_run)
-        if total == 0:
-            return
-        if self.info.is_main:
-            warn(f"update {self.step}: skipped {total} update(s) with a non-finite loss or gradient")
-        self.nonfinite_total.zero_()
-        self.nonfinite_worst_run.copy_(self.nonfinite_run)
-        if worst >= self.tc.max_nonfinite:
-            raise MtkitError(
-                f"training diverged: {worst} consecutive updates had a non-finite loss (up to update "
-                f"{self.step}); lower training.lr, raise training.warmup_steps or use precision fp32/bf16")
+        self.updater.check_nonfinite(self.step, self.info.is_main)
 
     def _log(self) -> None:
         self._check_nonfinite()
-        stats = torch.stack([self.acc_loss, self.acc_nll, self.acc_tokens]).double()
+        stats = self.updater.log_sums().double()
         counts = torch.tensor([self.count_tokens, self.count_real, self.count_padded], dtype=torch.float64,
                               device=self.device)
         stats = all_reduce_sum(torch.cat([stats, counts]), self.info).tolist()
         loss_sum, nll_sum, ok_tokens, tokens, real, padded = stats
         seconds = max(1e-9, time.monotonic() - self.log_clock - self.paused)
         nll = nll_sum / ok_tokens if ok_tokens else float("nan")
+        flops = self.count_flops * self.info.world_size if self.count_flops is not None else None
+        mfu = flops / seconds / self.peak_flops if flops is not None and self.peak_flops else None
+        self.run_totals = [self.run_totals[0] + tokens, self.run_totals[1] + (flops or 0.0),
+                           self.run_totals[2] + seconds]
         event = {
             "event": "train", "step": self.step, "epoch": self.state.epoch,
             "loss": loss_sum / ok_tokens if ok_tokens else float("nan"), "nll": nll,
             "ppl": math.exp(min(nll, 100.0)) if ok_tokens else None, "lr": self._lr(),
             "tokens_per_s": tokens / seconds, "padding": 1.0 - real / padded if padded else 0.0,
+            "mfu": None if mfu is None else round(mfu, 5),
             "elapsed": round(self._elapsed(), 2),
         }
         event.update(resident_fields())
@@ -350,33 +322,43 @@ class Trainer(Checkpointing):
         self._reset_log_counters()
         self.model.train()
         stop_reason: str | None = None
+        prefetcher: Prefetcher | None = None
         try:
             if tc.max_steps and st.step >= tc.max_steps:
                 stop_reason = f"max_steps {tc.max_steps} already reached"
             elif tc.max_epochs and st.epoch > tc.max_epochs:
                 stop_reason = f"max_epochs {tc.max_epochs} already reached"
+            work: Iterator[UpdateWork] = self._work(st.epoch, st.batch)
+            if self.prefetch and stop_reason is None:  # the next updates are collated while this one runs
+                work = prefetcher = Prefetcher(work, depth=max(2, 2 * tc.update_freq))
             while stop_reason is None:
-                batches = self.sampler.epoch_batches(st.epoch)
-                group = batches[st.batch:st.batch + tc.update_freq]
+                todo = next(work)
+                assert (todo.epoch, todo.start) == (st.epoch, st.batch), "batches out of order"
                 try:
-                    self._update(group)
+                    self._update(todo.batches)
                 except _OUT_OF_MEMORY:
                     raise MtkitError(
                         f"out of memory on {self.device} at update {self.step} with training.max_tokens="
                         f"{tc.max_tokens}: lower max_tokens (and raise update_freq to keep the batch size)"
                     ) from None
-                st.batch += len(group)
-                epoch_done = st.batch >= len(batches)
+                if self.count_flops is not None:
+                    self.count_flops = None if todo.flops is None else self.count_flops + todo.flops
+                st.batch += len(todo.batches)
+                epoch_done = st.batch >= todo.epoch_batches
                 if epoch_done:
                     st.epoch += 1
                     st.batch = 0
                 stop_reason = self._after_update(epoch_done)
         finally:
+            if prefetcher is not None:
+                prefetcher.close()
             self.display.close()
         if self.info.is_main:
             best = st.best
             summary = f"; best {tc.valid_metric} {best.score:.3f} at update {best.step}" if best else ""
             self.display.log(f"done: {stop_reason} (update {st.step}, epoch {st.epoch}){summary}")
+            if self.run_totals[2] > 0:
+                self.display.log(self._speed_summary())
 
     def _after_update(self, epoch_done: bool) -> str | None:
         tc = self.tc
@@ -403,11 +385,24 @@ class Trainer(Checkpointing):
             self._validate()
         return reason
 
+    def _speed_summary(self) -> str:
+        """The run's mean speed (validations left out): target tokens/s and, where known, the MFU."""
+        tokens, flops, seconds = self.run_totals
+        line = f"speed: {tokens / seconds:,.0f} tgt tok/s over {seconds:,.1f} s of training"
+        if flops and self.peak_flops:
+            line += (f", model FLOP utilisation {100 * flops / seconds / self.peak_flops:.1f}% "
+                     f"({flops / seconds / 1e12:,.1f} of {self.peak_flops / 1e12:,.0f} TFLOP/s)")
+        graphs = self.updater.graphs
+        if graphs is not None:
+            line += (f"; {graphs.captured} CUDA graphs captured in {graphs.capture_seconds:.1f} s"
+                     if graphs.enabled else "; CUDA graphs off after a failed capture")
+        return line
+
     def _announce(self) -> None:
         if not self.info.is_main:
             return
         precision = {None: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}[self.autocast_dtype]
-        optimizer = f"{'fused ' if self.fused else ''}{self.tc.optimizer}"
+        optimizer = f"{'fused ' if self.updater.fused else ''}{self.tc.optimizer}"
         self.display.log(
             f"{self.cfg.model.arch}: {self.model.num_parameters():,} parameters | device {self.device} "
             f"x{self.info.world_size} | {precision} | {self.threads} threads | {optimizer}")
@@ -416,5 +411,9 @@ class Trainer(Checkpointing):
             f"train: {len(self.train_data):,} pairs, {len(self.sampler):,} batches/epoch per rank "
             f"(max_tokens {self.tc.max_tokens}, update_freq {self.tc.update_freq}), padding "
             f"{100 * self.sampler.padding_fraction(self.state.epoch):.1f}% | dev: {dev_pairs:,} pairs")
+        if self.buckets:
+            shapes = len(self.sampler.shapes(self.state.epoch))
+            graphs = "replayed as CUDA graphs" if self.graphed else "run eagerly"
+            self.display.log(f"batches in {shapes} shapes (training.shape_buckets), updates {graphs}")
         for line in filter(None, self.start_lines):
             self.display.log(line)

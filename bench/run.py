@@ -24,6 +24,8 @@ One run measures, on the Debian en→de corpus (DATA, default ../shared/data/deb
              smallest and largest (bench/scale.py; ~15 minutes, 1.1 GB of corpus, 1.6 GB of shards).
 * gpu        training and decoding on one CUDA GPU: tokens/s, MFU, first-epoch speed, host memory, BLEU
              (bench/gpu.py; skipped without a GPU).
+* serve      `mtkit serve` under load from 1, 8 and 64 concurrent HTTP clients: requests/s, p50/p95/p99
+             latency, against `mtkit translate`'s speed on the same engine (bench/serve.py; needs --model).
 
 Every stage runs as its own `mtkit` subprocess, exactly as a user runs it; its peak RSS is measured by a
 small launcher process (getrusage of its children), so the bench's own memory does not leak into it.
@@ -58,7 +60,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 RECIPE = REPO / "recipes" / "deb-en-de"
-PARTS = ("prepare", "train", "translate", "paragraphs", "engines", "processes", "scale", "gpu")
+PARTS = ("prepare", "train", "translate", "paragraphs", "engines", "processes", "scale", "gpu", "serve")
 PARAGRAPH_LINES = 600
 PARAGRAPH_SIZES = (10, 50, 300)
 ARCHS = ("transformer", "rnn")
@@ -579,13 +581,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from gpu import bench_gpu
     from processes import bench_processes
     from scale import bench_scale
+    from serve import bench_serve
 
     stages = {"prepare": bench_prepare, "train": bench_train, "translate": bench_translate,
               "paragraphs": bench_paragraphs,
               "engines": lambda a, f: bench_engines(a, f, run_measured, mtkit, bleu_of, count_lines),
               "processes": lambda a, f: bench_processes(a, f, run_measured, mtkit, bleu_of, count_lines),
               "scale": lambda a, f: bench_scale(a, f, sys.modules[__name__]),
-              "gpu": lambda a, f: bench_gpu(a, f, sys.modules[__name__])}
+              "gpu": lambda a, f: bench_gpu(a, f, sys.modules[__name__]),
+              "serve": lambda a, f: bench_serve(a, f, sys.modules[__name__])}
     for part in args.parts:
         results[part] = stages[part](args, files)
         # each part says when and from which commit it was measured: an --only run keeps the others

@@ -1,0 +1,297 @@
+"""The HTTP API of `mtkit serve` (a FastAPI application) and its web page.
+
+Two APIs over the same models:
+
+- LibreTranslate's (``POST /translate``, ``GET /languages``, ``GET /frontend/settings``), so that
+  LibreTranslate clients and integrations work unchanged; fields mtkit cannot honour are refused with
+  400, never ignored (docs/serve.md lists them).
+- mtkit's own (``POST /v1/translate``, ``GET /v1/models``): beam size, n-best with scores, each
+  sentence's confidence, subwords and attention.
+
+Requests are read here (size limit, JSON or url-encoded form, lenient UTF-8 as `mtkit translate`
+reads files), validated by pydantic, checked against the API keys, and queued on the model's
+`Batcher`, which translates concurrent requests together. Every error is one JSON line
+``{"error": "..."}`` with LibreTranslate's status codes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.parse
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, Literal
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mtkit.serve.batcher import QueueFull, Settings
+from mtkit.serve.metrics import ServerMetrics
+from mtkit.serve.models import ModelSet, ServedModel, sentences_of
+from mtkit.serve.replies import libre_reply, v1_reply
+from mtkit.serve.security import KeyRing
+
+
+@dataclass
+class ServerSettings:
+    """Limits of one server (``mtkit serve`` options)."""
+
+    char_limit: int = 20_000  # characters of text in one request
+    max_body: int = 1_048_576  # bytes of one request body
+    timeout: float = 60.0  # seconds a request may wait for its translation
+    max_beam: int = 16
+    max_nbest: int = 8
+    cors_origins: list[str] = field(default_factory=list)
+
+
+class HTTPError(Exception):
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status, self.message, self.headers = status, message, headers or {}
+
+
+class LibreRequest(BaseModel):
+    """LibreTranslate's /translate fields (others, such as its file options, are ignored as there)."""
+
+    model_config = ConfigDict(extra="ignore")
+    q: str | list[str]
+    source: str
+    target: str
+    format: Literal["text", "html"] = "text"
+    alternatives: int = Field(0, ge=0)
+    api_key: str | None = None
+
+
+class V1Request(BaseModel):
+    """mtkit's /v1/translate: name the model or the language pair."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: str | list[str]
+    source: str | None = None
+    target: str | None = None
+    model: str | None = None
+    beam_size: int | None = Field(None, ge=1)
+    nbest: int = Field(1, ge=1)
+    attention: bool = False
+    api_key: str | None = None
+
+
+def _one_line(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first.get("loc", ())) or "body"
+    if first.get("type") == "missing":
+        return f"missing {where} parameter"
+    return f"{where}: {first.get('msg', 'invalid')}"
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The body, refused with 413 past ``limit`` bytes (announced or actually sent)."""
+    announced = request.headers.get("content-length")
+    if announced and announced.isdigit() and int(announced) > limit:
+        raise HTTPError(413, f"request body of {int(announced):,} bytes is over the limit of {limit:,}")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise HTTPError(413, f"request body is over the limit of {limit:,} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _parse(body: bytes, content_type: str) -> dict[str, Any]:
+    """JSON or a url-encoded form; undecodable bytes become U+FFFD, as in `mtkit translate`."""
+    text = body.decode("utf-8", errors="replace")
+    kind = content_type.split(";")[0].strip().lower()
+    if kind == "application/x-www-form-urlencoded":
+        fields = urllib.parse.parse_qs(text, keep_blank_values=True)
+        return {k: v if k == "q" and len(v) > 1 else v[-1] for k, v in fields.items()}
+    if kind not in ("application/json", ""):
+        raise HTTPError(415, f"content type {kind}: send application/json or "
+                             "application/x-www-form-urlencoded")
+    try:
+        data = json.loads(text, strict=False)  # control characters in strings: cleaned later, as in files
+    except json.JSONDecodeError as exc:
+        raise HTTPError(400, f"Invalid request: the body is not JSON ({exc.msg} at line {exc.lineno} "
+                             f"column {exc.colno})") from None
+    if not isinstance(data, dict):
+        raise HTTPError(400, "Invalid request: the body must be a JSON object")
+    return data
+
+
+def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None = None) -> FastAPI:
+    keys = keys or KeyRing()
+    metrics = ServerMetrics(models)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        await asyncio.to_thread(models.close)  # translate what is queued, then stop the workers
+
+    app = FastAPI(title="mtkit", docs_url="/docs", redoc_url=None, lifespan=lifespan)
+    app.state.models = models
+    if settings.cors_origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST"],
+                           allow_headers=["*"])
+
+    @app.middleware("http")
+    async def count(request: Request, call_next):
+        started = time.perf_counter()
+        try:
+            response = await call_next(request)
+        except HTTPError as exc:
+            response = _error(exc)
+        metrics.observe(request.url.path, response.status_code, time.perf_counter() - started)
+        return response
+
+    async def request_data(request: Request) -> dict[str, Any]:
+        body = await _read_body(request, settings.max_body)
+        return _parse(body, request.headers.get("content-type", ""))
+
+    def check_key(request: Request, given: str | None) -> None:
+        header = request.headers.get("x-api-key") or request.headers.get("authorization", "")
+        key = given or (header[7:] if header.lower().startswith("bearer ") else header) or None
+        refusal = keys.check(key)
+        if refusal is not None:
+            status, message, retry = refusal
+            raise HTTPError(status, message, {"Retry-After": str(retry)} if retry else None)
+
+    def check_chars(texts: list[str]) -> None:
+        chars = sum(len(t) for t in texts)
+        if chars > settings.char_limit:
+            raise HTTPError(400, f"Invalid request: request ({chars}) exceeds text limit "
+                                 f"({settings.char_limit})")
+
+    async def translate(model: ServedModel, texts: list[str], run: Settings) -> list[list[Any]]:
+        """Each text's sentences with their translations, all of one request in one job."""
+        per_text = [sentences_of(t) for t in texts]
+        flat = [s for sentences in per_text for s in sentences]
+        try:
+            future = model.batcher.submit(flat, run)
+        except QueueFull as exc:
+            raise HTTPError(503, f"the server is busy: {exc}; try again shortly",
+                            {"Retry-After": "1"}) from None
+        try:
+            results = await asyncio.wait_for(asyncio.wrap_future(future), settings.timeout)
+        except TimeoutError:
+            future.cancel()
+            raise HTTPError(503, f"translation took longer than {settings.timeout:g} s",
+                            {"Retry-After": "5"}) from None
+        metrics.sentences(model.name, len(flat))
+        out, start = [], 0
+        for sentences in per_text:
+            out.append(list(zip(sentences, results[start:start + len(sentences)], strict=True)))
+            start += len(sentences)
+        return out
+
+    @app.post("/translate")
+    async def libre_translate(request: Request) -> Response:
+        try:
+            req = LibreRequest.model_validate(await request_data(request))
+        except ValidationError as exc:
+            raise HTTPError(400, f"Invalid request: {_one_line(exc)}") from None
+        check_key(request, req.api_key)
+        if req.format == "html":
+            raise HTTPError(400, "Invalid request: format html is not supported (mtkit translates text)")
+        texts = [req.q] if isinstance(req.q, str) else req.q
+        check_chars(texts)
+        try:
+            model = models.find(req.source, req.target)
+        except LookupError as exc:
+            raise HTTPError(400, str(exc)) from None
+        if req.alternatives > settings.max_nbest - 1:
+            raise HTTPError(400, f"Invalid request: alternatives is at most {settings.max_nbest - 1}")
+        run = Settings(max(model.default_beam, req.alternatives + 1), req.alternatives + 1)
+        done = await translate(model, texts, run)
+        return JSONResponse(libre_reply(req.q, done, req.alternatives, model, req.source == "auto"))
+
+    @app.post("/v1/translate")
+    async def v1_translate(request: Request) -> Response:
+        try:
+            req = V1Request.model_validate(await request_data(request))
+        except ValidationError as exc:
+            raise HTTPError(422, _one_line(exc)) from None
+        check_key(request, req.api_key)
+        texts = [req.text] if isinstance(req.text, str) else req.text
+        check_chars(texts)
+        if req.model is not None:
+            model = models.models.get(req.model)
+            if model is None:
+                raise HTTPError(400, f"no model {req.model!r} (models: {', '.join(models.models)})")
+        elif req.source is None or req.target is None:
+            raise HTTPError(422, "name the model, or the source and target languages")
+        else:
+            try:
+                model = models.find(req.source, req.target)
+            except LookupError as exc:
+                raise HTTPError(400, str(exc)) from None
+        beam = req.beam_size or model.default_beam
+        if beam > settings.max_beam or req.nbest > settings.max_nbest:
+            raise HTTPError(422, f"beam_size is at most {settings.max_beam} and nbest at most "
+                                 f"{settings.max_nbest}")
+        done = await translate(model, texts, Settings(max(beam, req.nbest), req.nbest, req.attention))
+        return JSONResponse(v1_reply(req.text, done, model, max(beam, req.nbest), req.nbest, req.attention))
+
+    @app.get("/languages")
+    async def languages() -> list[dict[str, Any]]:
+        return models.languages()
+
+    @app.get("/frontend/settings")
+    async def frontend_settings() -> dict[str, Any]:
+        first = next(iter(models.models.values()))
+        return {"charLimit": settings.char_limit, "apiKeys": keys.enabled, "keyRequired": keys.enabled,
+                "suggestions": False, "filesTranslation": False, "supportedFilesFormat": [],
+                "language": {"source": {"code": first.source}, "target": {"code": first.target}}}
+
+    @app.get("/v1/models")
+    async def list_models() -> list[dict[str, Any]]:
+        return [{"name": m.name, "source": m.source, "target": m.target, "engine": m.engine,
+                 "beam_size": m.default_beam, "queued_sentences": m.batcher.queued_sentences}
+                for m in models.models.values()]
+
+    @app.get("/health")
+    async def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/metrics")
+    async def prometheus() -> Response:
+        body, content_type = metrics.render()
+        return Response(body, media_type=content_type)
+
+    static = resources.files("mtkit.serve") / "static"
+
+    @app.get("/", response_class=HTMLResponse)
+    async def page() -> HTMLResponse:
+        return HTMLResponse((static / "index.html").read_text(encoding="utf-8"))
+
+    app.mount("/static", StaticFiles(packages=[("mtkit.serve", "static")]), name="static")
+
+    @app.exception_handler(HTTPError)
+    async def http_error(request: Request, exc: HTTPError) -> JSONResponse:
+        return _error(exc)
+
+    @app.exception_handler(404)
+    async def not_found(request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"error": f"no such endpoint: {request.url.path}"}, status_code=404)
+
+    @app.exception_handler(405)
+    async def not_allowed(request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"error": f"{request.method} is not allowed on {request.url.path}"},
+                            status_code=405)
+
+    @app.exception_handler(Exception)
+    async def failed(request: Request, exc: Exception) -> JSONResponse:
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        return JSONResponse({"error": f"translation failed: {reason}"}, status_code=500)
+
+    return app
+
+
+def _error(exc: HTTPError) -> JSONResponse:
+    return JSONResponse({"error": exc.message}, status_code=exc.status, headers=exc.headers)

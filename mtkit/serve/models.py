@@ -1,0 +1,127 @@
+"""The models a server holds: one `Translator` and one `Batcher` per model directory (trained or
+exported), found by language pair or by name.
+
+A request's text is cut into sentences here (`mtkit.segment`, the same rules as `mtkit translate`)
+and each sentence is one line for the Translator, so the answer can say how sure the model is of
+each sentence and show its attention; the sentences of a paragraph are joined with a space, which is
+what `mtkit translate` writes for the same paragraph.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtkit.errors import ConfigError
+from mtkit.segment import clean_line, split_sentences
+from mtkit.serve.batcher import Batcher, Settings
+from mtkit.translation import Candidate, Translation
+from mtkit.translator import LoadOptions, SearchOptions, Translator
+
+#: names of the language codes a model's meta.json may carry (others are shown as their code)
+LANGUAGE_NAMES = {
+    "ar": "Arabic", "ca": "Catalan", "cs": "Czech", "da": "Danish", "de": "German", "el": "Greek",
+    "en": "English", "es": "Spanish", "et": "Estonian", "eu": "Basque", "fi": "Finnish", "fr": "French",
+    "ga": "Irish", "gl": "Galician", "he": "Hebrew", "hi": "Hindi", "hu": "Hungarian", "it": "Italian",
+    "ja": "Japanese", "ko": "Korean", "lt": "Lithuanian", "lv": "Latvian", "nb": "Norwegian Bokmål",
+    "nl": "Dutch", "pl": "Polish", "pt": "Portuguese", "ro": "Romanian", "ru": "Russian", "sk": "Slovak",
+    "sl": "Slovenian", "sv": "Swedish", "tr": "Turkish", "uk": "Ukrainian", "zh": "Chinese",
+}
+
+
+def confidence(candidate: Candidate) -> float:
+    """The model's confidence in a translation: its length-normalised probability, i.e. the geometric
+    mean of the probabilities of its tokens (EOS included), between 0 and 1."""
+    return math.exp(candidate.log_prob / (len(candidate.token_ids) + 1))
+
+
+@dataclass
+class ServedModel:
+    name: str
+    path: Path
+    translator: Translator
+    batcher: Batcher
+    source: str
+    target: str
+    engine: str
+    default_beam: int
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class ModelSet:
+    """The server's models, keyed by name (the directory's name) and by (source, target)."""
+
+    def __init__(self, paths: list[Path], load: LoadOptions, max_wait: float, max_sentences: int,
+                 capacity: int, max_tokens: int = 16000):
+        if not paths:
+            raise ConfigError("mtkit serve needs at least one model (-m DIR)")
+        self.models: dict[str, ServedModel] = {}
+        self.by_pair: dict[tuple[str, str], ServedModel] = {}
+        for path in paths:
+            translator = Translator(path, load, SearchOptions(max_tokens=max_tokens))
+            name = self._unique_name(Path(path).resolve().name or "model")
+            meta = translator.meta
+            served = ServedModel(name, Path(path), translator, None, meta.src_lang, meta.tgt_lang,  # type: ignore[arg-type]
+                                 translator.engine, translator.decoding.beam_size)
+            served.batcher = Batcher(lambda s, st, m=served: self._translate(m, s, st), max_wait,
+                                     max_sentences, capacity, name)
+            pair = (meta.src_lang, meta.tgt_lang)
+            if pair in self.by_pair:
+                raise ConfigError(f"-m {path}: {self.by_pair[pair].path} serves {pair[0]}→{pair[1]} already "
+                                  "(one model per language pair)")
+            self.models[name] = served
+            self.by_pair[pair] = served
+
+    def _unique_name(self, name: str) -> str:
+        candidate, i = name, 2
+        while candidate in self.models:
+            candidate, i = f"{name}-{i}", i + 1
+        return candidate
+
+    @staticmethod
+    def _translate(model: ServedModel, sentences: list[str], settings: Settings) -> list[Translation]:
+        """Run in the model's worker thread: the settings apply to this batch alone."""
+        tr = model.translator
+        tr.nbest = settings.nbest
+        tr.decoding.beam_size = max(settings.beam_size, settings.nbest)
+        return tr.translate_chunk(sentences, need_attention=settings.attention)
+
+    def languages(self) -> list[dict[str, Any]]:
+        """LibreTranslate's /languages: every source language with the targets it reaches."""
+        targets: dict[str, list[str]] = {}
+        for src, tgt in self.by_pair:
+            targets.setdefault(src, []).append(tgt)
+        return [{"code": src, "name": LANGUAGE_NAMES.get(src, src), "targets": sorted(tgts)}
+                for src, tgts in sorted(targets.items())]
+
+    def find(self, source: str, target: str) -> ServedModel:
+        """The model for source → target; ``source`` "auto" names the one source language that
+        reaches ``target``, when there is exactly one (no language detection is done)."""
+        if source == "auto":
+            sources = [s for s, t in self.by_pair if t == target]
+            if len(sources) == 1:
+                return self.by_pair[(sources[0], target)]
+            if not sources:
+                raise LookupError(f"{target} is not supported")
+            raise LookupError(f"source auto: mtkit does not detect languages and {len(sources)} "
+                              f"models translate into {target}; name the source language")
+        model = self.by_pair.get((source, target))
+        if model is None:
+            known = {s for s, _ in self.by_pair} | {t for _, t in self.by_pair}
+            missing = source if source not in known else target if target not in known else None
+            if missing is not None:
+                raise LookupError(f"{missing} is not supported")
+            raise LookupError(f"no model translates {source} into {target}")
+        return model
+
+    def close(self) -> None:
+        for model in self.models.values():
+            model.batcher.close()
+
+
+def sentences_of(text: str) -> list[str]:
+    """The sentences of one input text (cleaned as `mtkit translate` cleans a line); [] if empty."""
+    cleaned = clean_line(text)
+    return split_sentences(cleaned) if cleaned else []

@@ -1,0 +1,78 @@
+"""The JSON answers of `mtkit serve`: LibreTranslate's shape and mtkit's own (see docs/serve.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from mtkit.serve.models import ServedModel, confidence
+from mtkit.translation import Candidate, Translation
+
+#: one text's sentences with their translations, as the server's `translate` returns them
+Done = list[tuple[str, Translation]]
+
+
+def _alternatives(pairs: Done, count: int) -> list[str]:
+    """Up to ``count`` other translations of a text, different from the best and from each other:
+    the k-th alternative joins each sentence's k-th best (its last, where it has fewer)."""
+    best = " ".join(t.text for _, t in pairs)
+    found: list[str] = []
+    depth = max((len(t.hypotheses) for _, t in pairs), default=0)
+    for k in range(1, depth):
+        text = " ".join(t.hypotheses[min(k, len(t.hypotheses) - 1)].text for _, t in pairs if t.hypotheses)
+        if text != best and text not in found:
+            found.append(text)
+        if len(found) == count:
+            break
+    return found
+
+
+def libre_reply(q: str | list[str], done: list[Done], alternatives: int, model: ServedModel,
+                auto: bool) -> dict[str, Any]:
+    """LibreTranslate's answer: ``translatedText`` (a string, or a list for a list ``q``), with
+    ``alternatives`` and ``detectedLanguage`` when asked for."""
+    texts = [" ".join(t.text for _, t in pairs) for pairs in done]
+    single = isinstance(q, str)
+    reply: dict[str, Any] = {"translatedText": texts[0] if single else texts}
+    if alternatives > 0:
+        alts = [_alternatives(pairs, alternatives) for pairs in done]
+        reply["alternatives"] = alts[0] if single else alts
+    if auto:  # no detection is done: the one source language that reaches the target (docs/serve.md)
+        detected = {"confidence": 100.0, "language": model.source}
+        reply["detectedLanguage"] = detected if single else [detected] * len(done)
+    return reply
+
+
+def _attention_rows(candidate: Candidate) -> list[list[float]] | None:
+    """The attention of a translation averaged over heads: a row per target subword and one for EOS,
+    a column per source subword, rounded to 4 places."""
+    if candidate.attention is None:
+        return None
+    att = candidate.attention
+    values = np.asarray(att.float().cpu() if hasattr(att, "cpu") else att, dtype=np.float32)
+    return np.round(values.mean(axis=0), 4).tolist()
+
+
+def _sentence(source: str, tr: Translation, nbest: int, attention: bool) -> dict[str, Any]:
+    entry: dict[str, Any] = {"source": source, "text": tr.text, "source_tokens": tr.source_tokens}
+    if not tr.hypotheses:
+        return entry
+    best = tr.hypotheses[0]
+    entry.update({"confidence": round(confidence(best), 4), "log_prob": round(best.log_prob, 4),
+                  "score": round(best.score, 4), "target_tokens": best.tokens})
+    if nbest > 1:
+        entry["nbest"] = [{"text": c.text, "score": round(c.score, 4), "confidence": round(confidence(c), 4)}
+                          for c in tr.hypotheses]
+    if attention:
+        entry["attention"] = _attention_rows(best)
+    return entry
+
+
+def v1_reply(text: str | list[str], done: list[Done], model: ServedModel, beam: int, nbest: int,
+             attention: bool) -> dict[str, Any]:
+    """mtkit's answer: per text its joined translation and its sentences with scores (and attention)."""
+    translations = [{"text": " ".join(t.text for _, t in pairs),
+                     "sentences": [_sentence(s, t, nbest, attention) for s, t in pairs]} for pairs in done]
+    return {"model": model.name, "source": model.source, "target": model.target, "beam_size": beam,
+            "translations": translations}

@@ -1,0 +1,168 @@
+// The mtkit web page: translates with POST /v1/translate (attention on) and shows each sentence
+// shaded by confidence, alternatives, and the attention of the chosen sentence on hover.
+"use strict";
+const $ = (id) => document.getElementById(id);
+const state = { models: [], translations: [], chosen: null, seq: 0, timer: null };
+
+function shade(confidence) {
+  const c = Math.max(0, Math.min(1, confidence));
+  return `hsl(${Math.round(120 * c)}, 75%, 88%)`;
+}
+
+function tokenSpan(piece, cls) {
+  const span = document.createElement("span");
+  const start = piece.startsWith("\u2581");
+  span.textContent = start ? piece.slice(1) || "\u2581" : piece;
+  span.className = `token ${cls}${start ? " word-start" : ""}`;
+  return span;
+}
+
+function setStatus(text, error = false) {
+  $("status").textContent = text;
+  $("status").className = error ? "status error" : "status";
+}
+
+async function init() {
+  const [models, settings] = await Promise.all([
+    fetch("/v1/models").then((r) => r.json()),
+    fetch("/frontend/settings").then((r) => r.json()),
+  ]);
+  state.models = models;
+  for (const [i, m] of models.entries()) {
+    const option = new Option(`${m.source} \u2192 ${m.target} (${m.name})`, String(i));
+    $("pair").add(option);
+  }
+  $("apikey").hidden = !settings.keyRequired;
+  $("source").addEventListener("input", () => {
+    if (!$("live").checked) return;
+    clearTimeout(state.timer);
+    state.timer = setTimeout(translate, 350);
+  });
+  $("go").addEventListener("click", translate);
+  $("pair").addEventListener("change", translate);
+  $("alternatives").addEventListener("change", translate);
+}
+
+async function translate() {
+  const text = $("source").value;
+  const seq = ++state.seq;
+  if (!text.trim()) {
+    $("output").textContent = "";
+    $("alternatives-box").hidden = true;
+    $("attention-box").hidden = true;
+    setStatus("");
+    return;
+  }
+  const model = state.models[Number($("pair").value)];
+  const body = { text: text.split("\n"), model: model.name, attention: true,
+                 nbest: Number($("alternatives").value) + 1 };
+  if ($("apikey").value) body.api_key = $("apikey").value;
+  setStatus("translating\u2026");
+  const started = performance.now();
+  let reply, data;
+  try {
+    reply = await fetch("/v1/translate", { method: "POST", headers: { "Content-Type": "application/json" },
+                                            body: JSON.stringify(body) });
+    data = await reply.json();
+  } catch (err) {
+    if (seq === state.seq) setStatus(`the server did not answer (${err})`, true);
+    return;
+  }
+  if (seq !== state.seq) return; // a newer request is on its way
+  if (!reply.ok) {
+    setStatus(data.error || `error ${reply.status}`, true);
+    return;
+  }
+  setStatus(`${Math.round(performance.now() - started)} ms, beam ${data.beam_size}`);
+  render(data.translations);
+}
+
+function render(translations) {
+  state.translations = translations;
+  const output = $("output");
+  output.textContent = "";
+  let first = null;
+  translations.forEach((line, li) => {
+    if (li > 0) output.append("\n");
+    line.sentences.forEach((s, si) => {
+      if (si > 0) output.append(" ");
+      const span = document.createElement("span");
+      span.className = "sentence";
+      span.textContent = s.text;
+      span.dataset.line = li;
+      span.dataset.sentence = si;
+      if (s.confidence !== undefined) {
+        span.style.background = shade(s.confidence);
+        span.title = `confidence ${s.confidence.toFixed(2)}`;
+        span.dataset.confidence = s.confidence;
+      }
+      span.addEventListener("click", () => choose(li, si));
+      output.append(span);
+      if (first === null && s.attention) first = [li, si];
+    });
+  });
+  renderAlternatives(translations);
+  if (first) choose(...first);
+  else $("attention-box").hidden = true;
+}
+
+function renderAlternatives(translations) {
+  const count = Number($("alternatives").value);
+  const list = $("alternatives-list");
+  list.textContent = "";
+  if (!count) { $("alternatives-box").hidden = true; return; }
+  const seen = new Set([translations.map((l) => l.text).join("\n")]);
+  for (let k = 1; k <= count; k++) {
+    const text = translations.map((line) => line.sentences.map((s) => {
+      const nbest = s.nbest || [];
+      return nbest.length ? nbest[Math.min(k, nbest.length - 1)].text : s.text;
+    }).join(" ")).join("\n");
+    if (seen.has(text)) continue;
+    seen.add(text);
+    const item = document.createElement("li");
+    item.textContent = text;
+    list.append(item);
+  }
+  $("alternatives-box").hidden = list.children.length === 0;
+}
+
+function choose(li, si) {
+  const s = state.translations[li].sentences[si];
+  document.querySelectorAll(".sentence.chosen").forEach((e) => e.classList.remove("chosen"));
+  const span = document.querySelector(`.sentence[data-line="${li}"][data-sentence="${si}"]`);
+  if (span) span.classList.add("chosen");
+  if (!s.attention) { $("attention-box").hidden = true; return; }
+  const target = $("att-target");
+  const source = $("att-source");
+  target.textContent = "";
+  source.textContent = "";
+  const srcSpans = s.source_tokens.map((piece, i) => {
+    const span = tokenSpan(piece, "src-token");
+    span.dataset.index = i;
+    source.append(span);
+    return span;
+  });
+  [...s.target_tokens, "</s>"].forEach((piece, j) => {
+    const span = tokenSpan(piece, "tgt-token");
+    span.dataset.index = j;
+    span.addEventListener("mouseenter", () => highlight(s.attention[j], srcSpans, span));
+    target.append(span);
+  });
+  $("attention-box").hidden = false;
+}
+
+// Shade every source subword by its share of the hovered target subword's attention; those with at
+// least half of the largest weight are marked "attended".
+function highlight(row, srcSpans, active) {
+  document.querySelectorAll(".tgt-token.active").forEach((e) => e.classList.remove("active"));
+  active.classList.add("active");
+  const top = Math.max(...row, 1e-9);
+  srcSpans.forEach((span, i) => {
+    const share = (row[i] || 0) / top;
+    span.style.background = `rgba(255, 153, 0, ${(0.85 * share).toFixed(3)})`;
+    span.classList.toggle("attended", share >= 0.5);
+    span.title = `attention ${(row[i] || 0).toFixed(3)}`;
+  });
+}
+
+init().catch((err) => setStatus(`could not load the models (${err})`, true));

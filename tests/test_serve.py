@@ -1,0 +1,339 @@
+"""`mtkit serve`: LibreTranslate's API and mtkit's, answers equal to offline translation, errors as one
+JSON line, API keys, CORS, the bounded queue, batching across requests, a real server process that
+answers thousands of concurrent requests each with its own translation and finishes its requests on
+SIGTERM. (The web page in a real browser: test_serve_browser.py.)"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi")
+from fastapi.testclient import TestClient  # noqa: E402
+
+from mtkit.errors import DataError  # noqa: E402
+from mtkit.serve import ServeOptions, build_app  # noqa: E402
+from mtkit.serve.batcher import Batcher, QueueFull, Settings  # noqa: E402
+from mtkit.serve.security import KeyRing  # noqa: E402
+from mtkit.translation import Translation  # noqa: E402
+from mtkit.translator import LoadOptions  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from serve_helpers import WORDS, ServerProcess, offline, served_model  # noqa: E402
+
+EXACT = LoadOptions(device="cpu", threads=1, precision="fp32")
+
+
+def sentence(rng: random.Random, words: int | None = None) -> str:
+    return " ".join(rng.choice(WORDS[:-4]) for _ in range(words or rng.randint(2, 9)))
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("serve")
+    return {"de": served_model(root / "en-de", "de", seed=0),
+            "es": served_model(root / "en-es", "es", seed=1)}
+
+
+@pytest.fixture(scope="module")
+def client(models):
+    app = build_app([models["de"], models["es"]], EXACT, ServeOptions(char_limit=2000, max_body=4096))
+    with TestClient(app) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def reference(models):
+    return {lang: offline(path) for lang, path in models.items()}
+
+
+# ------------------------------------------------------------------------------- LibreTranslate API
+def test_languages_list_every_pair(client):
+    assert client.get("/languages").json() == [{"code": "en", "name": "English", "targets": ["de", "es"]}]
+    names = {m["name"]: (m["source"], m["target"]) for m in client.get("/v1/models").json()}
+    assert sorted(names.values()) == [("en", "de"), ("en", "es")]
+
+
+def test_translate_equals_offline_translation(client, reference):
+    rng = random.Random(3)
+    q = sentence(rng)
+    for target in ("de", "es"):
+        reply = client.post("/translate", json={"q": q, "source": "en", "target": target})
+        assert reply.status_code == 200
+        assert reply.json() == {"translatedText": reference[target].translate([q])[0]}
+    many = [sentence(rng) for _ in range(5)]
+    reply = client.post("/translate", json={"q": many, "source": "en", "target": "de"}).json()
+    assert reply["translatedText"] == reference["de"].translate(many)
+
+
+def test_a_form_request_as_libretranslate_clients_send_it(client, reference):
+    reply = client.post("/translate", data={"q": "the house is small .", "source": "en", "target": "es"})
+    assert reply.json()["translatedText"] == reference["es"].translate(["the house is small ."])[0]
+
+
+def test_alternatives_differ_from_the_translation_and_each_other(client):
+    reply = client.post("/translate", json={"q": "the cat sat on the mat", "source": "en", "target": "de",
+                                            "alternatives": 3}).json()
+    alternatives = reply["alternatives"]
+    assert 1 <= len(alternatives) <= 3 and len(set(alternatives)) == len(alternatives)
+    assert reply["translatedText"] not in alternatives
+
+
+def test_source_auto_names_the_one_source_language(client, reference):
+    reply = client.post("/translate", json={"q": "green tea", "source": "auto", "target": "de"}).json()
+    assert reply["detectedLanguage"] == {"confidence": 100.0, "language": "en"}
+    assert reply["translatedText"] == reference["de"].translate(["green tea"])[0]
+
+
+@pytest.mark.parametrize(("body", "status", "message"), [
+    ({"source": "en", "target": "de"}, 400, "Invalid request: missing q parameter"),
+    ({"q": 5, "source": "en", "target": "de"}, 400, "Invalid request: q"),
+    ({"q": "x", "source": "fr", "target": "de"}, 400, "fr is not supported"),
+    ({"q": "x", "source": "en", "target": "it"}, 400, "it is not supported"),
+    ({"q": "x", "source": "en", "target": "de", "format": "html"}, 400, "format html is not supported"),
+    ({"q": "x", "source": "en", "target": "de", "alternatives": -1}, 400, "Invalid request: alternatives"),
+    ({"q": "x" * 2001, "source": "en", "target": "de"}, 400, "exceeds text limit (2000)"),
+])
+def test_bad_requests_get_one_line_and_libretranslates_status(client, body, status, message):
+    reply = client.post("/translate", json=body)
+    assert reply.status_code == status
+    assert list(reply.json()) == ["error"] and message in reply.json()["error"]
+    assert "\n" not in reply.json()["error"]
+
+
+def test_malformed_bodies(client):
+    reply = client.post("/translate", content=b'{"q": ', headers={"content-type": "application/json"})
+    assert reply.status_code == 400 and "not JSON" in reply.json()["error"]
+    reply = client.post("/translate", content=b"[1, 2]", headers={"content-type": "application/json"})
+    assert reply.status_code == 400 and "JSON object" in reply.json()["error"]
+    reply = client.post("/translate", content=b"q=x", headers={"content-type": "text/plain"})
+    assert reply.status_code == 415
+    big = json.dumps({"q": "x" * 5000, "source": "en", "target": "de"}).encode()
+    reply = client.post("/translate", content=big, headers={"content-type": "application/json"})
+    assert reply.status_code == 413 and "over the limit" in reply.json()["error"]
+    assert client.get("/nowhere").json() == {"error": "no such endpoint: /nowhere"}
+    assert client.get("/translate").status_code == 405
+
+
+def test_invalid_utf8_and_control_characters_are_handled_as_translate_handles_them(client, reference):
+    body = b'{"q": "the house \xff is\x07 small", "source": "en", "target": "de"}'
+    reply = client.post("/translate", content=body, headers={"content-type": "application/json"})
+    assert reply.status_code == 200
+    assert reply.json()["translatedText"] == reference["de"].translate(["the house \ufffd is\x07 small"])[0]
+
+
+# ------------------------------------------------------------------------------------- mtkit's API
+def test_v1_gives_sentences_confidence_and_attention(client, reference):
+    paragraph = "The cat sat on the mat. Where are you going? We like green tea!"
+    reply = client.post("/v1/translate", json={"text": paragraph, "source": "en", "target": "de",
+                                               "attention": True})
+    assert reply.status_code == 200
+    data = reply.json()
+    (translation,) = data["translations"]
+    assert translation["text"] == reference["de"].translate([paragraph])[0]  # the paragraph comes back whole
+    sentences = translation["sentences"]
+    assert [s["source"] for s in sentences] == ["The cat sat on the mat.", "Where are you going?",
+                                                "We like green tea!"]
+    for s in sentences:
+        assert 0 < s["confidence"] <= 1
+        assert s["text"] == reference["de"].translate([s["source"]])[0]
+        rows = s["attention"]
+        assert len(rows) == len(s["target_tokens"]) + 1
+        assert all(len(r) == len(s["source_tokens"]) for r in rows)
+        assert all(abs(sum(r) - 1) < 0.01 for r in rows)
+
+
+def test_v1_nbest_is_ranked_and_beam_is_applied(client):
+    data = client.post("/v1/translate", json={"text": "the house is small", "model": "en-de", "nbest": 3,
+                                              "beam_size": 4}).json()
+    assert data["beam_size"] == 4
+    nbest = data["translations"][0]["sentences"][0]["nbest"]
+    scores = [n["score"] for n in nbest]
+    assert len(nbest) == 3 and scores == sorted(scores, reverse=True)
+
+
+@pytest.mark.parametrize(("body", "status", "message"), [
+    ({"text": "x"}, 422, "name the model, or the source and target languages"),
+    ({"text": "x", "model": "nope"}, 400, "no model 'nope'"),
+    ({"text": ["x", 3], "model": "en-de"}, 422, "text"),
+    ({"text": "x", "model": "en-de", "beam_size": 0}, 422, "beam_size"),
+    ({"text": "x", "model": "en-de", "beam_size": 99}, 422, "beam_size is at most 16"),
+    ({"text": "x", "model": "en-de", "colour": "red"}, 422, "colour"),
+])
+def test_v1_bad_requests(client, body, status, message):
+    reply = client.post("/v1/translate", json=body)
+    assert reply.status_code == status and message in reply.json()["error"]
+
+
+def test_metrics_and_page(client):
+    client.post("/translate", json={"q": "tea", "source": "en", "target": "de"})
+    text = client.get("/metrics").text
+    assert 'mtkit_requests_total{endpoint="/translate",status="200"}' in text
+    assert "mtkit_sentences_total" in text and "mtkit_queued_sentences" in text
+    page = client.get("/")
+    assert page.status_code == 200 and 'id="source"' in page.text and "/static/app.js" in page.text
+    assert "function highlight" in client.get("/static/app.js").text
+
+
+# ---------------------------------------------------------------------------------- keys and CORS
+def test_api_keys_and_their_limits(models, tmp_path):
+    keys = tmp_path / "keys.txt"
+    keys.write_text("# team keys\nopen-key\nslow-key 2\n", encoding="utf-8")
+    app = build_app([models["de"]], EXACT, ServeOptions(api_keys=keys))
+    body = {"q": "tea", "source": "en", "target": "de"}
+    with TestClient(app) as client:
+        assert client.get("/frontend/settings").json()["keyRequired"] is True
+        assert client.post("/translate", json=body).status_code == 403
+        wrong = client.post("/translate", json={**body, "api_key": "wrong"})
+        assert wrong.json() == {"error": "Invalid API key"}
+        for _ in range(3):
+            assert client.post("/translate", json={**body, "api_key": "open-key"}).status_code == 200
+        assert client.post("/v1/translate", json={"text": "tea", "model": "en-de"},
+                           headers={"Authorization": "Bearer open-key"}).status_code == 200
+        for _ in range(2):
+            assert client.post("/translate", json=body, headers={"X-API-Key": "slow-key"}).status_code == 200
+        limited = client.post("/translate", json={**body, "api_key": "slow-key"})
+        assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("key 0\n", "keys.txt:1: expected a key and an optional positive number"),
+    ("a\nb x\n", "keys.txt:2: expected a key"),
+    ("a\na 3\n", "keys.txt:2: key 'a' is listed twice"),
+    ("# nothing\n", "holds no API key"),
+])
+def test_a_bad_key_file_is_one_error_naming_the_line(tmp_path, text, message):
+    (tmp_path / "keys.txt").write_text(text, encoding="utf-8")
+    with pytest.raises(DataError, match=message):
+        KeyRing.from_file(tmp_path / "keys.txt")
+
+
+def test_cors_is_off_unless_an_origin_is_allowed(models, client):
+    preflight = {"Origin": "https://example.org", "Access-Control-Request-Method": "POST"}
+    assert "access-control-allow-origin" not in client.options("/translate", headers=preflight).headers
+    app = build_app([models["de"]], EXACT, ServeOptions(cors_origins=["https://example.org"]))
+    with TestClient(app) as allowed:
+        reply = allowed.options("/translate", headers=preflight)
+        assert reply.headers["access-control-allow-origin"] == "https://example.org"
+
+
+# -------------------------------------------------------------------------------- the queue, batching
+def _echo(sentences: list[str], settings: Settings) -> list[Translation]:
+    return [Translation(0, s.upper()) for s in sentences]
+
+
+def test_concurrent_jobs_share_batches_and_each_gets_its_own_answer():
+    seen: list[int] = []
+
+    def record(sentences, settings):
+        seen.append(len(sentences))
+        return _echo(sentences, settings)
+
+    batcher = Batcher(record, max_wait=0.05, max_sentences=64)
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        futures = list(pool.map(lambda i: batcher.submit([f"s{i}a", f"s{i}b"], Settings(1)), range(64)))
+        answers = [f.result(timeout=10) for f in futures]
+    batcher.close()
+    assert [[t.source for t in a] for a in answers] == [[f"S{i}A", f"S{i}B"] for i in range(64)]
+    assert sum(seen) == 128 and len(seen) < 64 and max(seen) <= 64
+
+
+def test_jobs_with_other_settings_never_share_a_batch():
+    batches: list[set[Settings]] = []
+    release = threading.Event()
+
+    def record(sentences, settings):
+        release.wait(5)
+        batches.append({settings})
+        return _echo(sentences, settings)
+
+    batcher = Batcher(record, max_wait=0.05)
+    futures = [batcher.submit(["x"], Settings(beam_size=1 + i % 2, nbest=1, attention=bool(i % 3)))
+               for i in range(12)]
+    release.set()
+    assert all(len(f.result(timeout=10)) == 1 for f in futures)
+    batcher.close()
+    assert len(batches) >= 4  # (beam 1|2) × (attention or not): four kinds at least
+
+
+def test_a_full_queue_refuses_at_once_and_the_server_says_503(models, monkeypatch):
+    gate = threading.Event()
+    batcher = Batcher(lambda s, st: (gate.wait(10), _echo(s, st))[1], max_wait=0, capacity=3)
+    batcher.submit(["a"], Settings(1))  # taken by the worker, which waits at the gate
+    time.sleep(0.1)
+    batcher.submit(["b", "c", "d"], Settings(1))
+    with pytest.raises(QueueFull):
+        batcher.submit(["e"], Settings(1))
+    gate.set()
+    batcher.close()
+    app = build_app([models["de"]], EXACT, ServeOptions(queue_sentences=1))
+    with TestClient(app) as client:
+        model = app.state.models.models["en-de"]
+        monkeypatch.setattr(model.batcher, "submit", lambda *a: (_ for _ in ()).throw(QueueFull("full")))
+        reply = client.post("/translate", json={"q": "tea", "source": "en", "target": "de"})
+        assert reply.status_code == 503 and reply.headers["retry-after"] == "1"
+
+
+def test_a_request_that_waits_too_long_gets_503(models, monkeypatch):
+    app = build_app([models["de"]], EXACT, ServeOptions(timeout=0.2))
+    with TestClient(app) as client:
+        model = app.state.models.models["en-de"]
+        real = model.batcher.translate
+        monkeypatch.setattr(model.batcher, "translate", lambda s, st: (time.sleep(1), real(s, st))[1])
+        reply = client.post("/translate", json={"q": "tea", "source": "en", "target": "de"})
+        assert reply.status_code == 503 and "longer than 0.2 s" in reply.json()["error"]
+
+
+# ------------------------------------------------------------------------------- a real server process
+def _post(url: str, body: dict) -> dict:
+    request = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as reply:
+        return json.loads(reply.read())
+
+
+def test_thousands_of_concurrent_requests_each_get_their_own_translation(models, reference):
+    rng = random.Random(11)
+    texts = list(dict.fromkeys(sentence(rng) for _ in range(2600)))[:2000]
+    expected = reference["de"].translate(texts)
+    with ServerProcess([models["de"]]) as server, concurrent.futures.ThreadPoolExecutor(64) as pool:
+        url = f"{server.url}/translate"
+        answers = list(pool.map(lambda t: _post(url, {"q": t, "source": "en", "target": "de"}), texts))
+        metrics = urllib.request.urlopen(f"{server.url}/metrics").read().decode()
+    assert [a["translatedText"] for a in answers] == expected
+    batches = float(next(row.split()[-1] for row in metrics.splitlines() if row.startswith("mtkit_batches{")))
+    assert batches < len(texts) / 2, "requests were not batched together"
+
+
+def test_sigterm_finishes_the_requests_in_flight_then_exits(models, reference):
+    rng = random.Random(5)
+    texts = [sentence(rng, 12) for _ in range(300)]
+    with ServerProcess([models["de"]], "--max-batch", "8") as server:
+        result: dict = {}
+        worker = threading.Thread(target=lambda: result.update(
+            _post(f"{server.url}/translate", {"q": texts, "source": "en", "target": "de"})))
+        worker.start()
+        time.sleep(0.5)  # the request is in, its sentences queued
+        server.proc.send_signal(signal.SIGTERM)
+        worker.join(120)
+        code = server.proc.wait(60)
+    assert result["translatedText"] == reference["de"].translate(texts)
+    assert code == 0
+
+
+def test_the_cli_refuses_what_it_cannot_serve(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "mtkit", "serve", "-m", str(tmp_path / "missing")],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0 and run.stderr.startswith("error: ") and len(run.stderr.splitlines()) == 1
+    helped = subprocess.run([sys.executable, "-m", "mtkit", "serve", "--help"], capture_output=True,
+                            text=True, timeout=120)
+    assert "127.0.0.1" in helped.stdout and "--api-keys" in helped.stdout

@@ -46,7 +46,7 @@ from mtkit.translation import Hypothesis, normalise
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
 if TYPE_CHECKING:
-    from mtkit.translator import LoadOptions
+    from mtkit.options import LoadOptions
 
 MANIFEST = "mtkit_export.json"
 #: source subwords of one CPU sub-batch (see Ct2Model); divided by the beam size for int8 weights

@@ -23,8 +23,8 @@ from mtkit.errors import ConfigError
 if TYPE_CHECKING:
     from mtkit.config import Config, DecodingConfig
     from mtkit.data.meta import DataMeta
+    from mtkit.options import LoadOptions
     from mtkit.translation import Hypothesis
-    from mtkit.translator import LoadOptions
 
 ENGINES = ("auto", "torch", "ct2")
 

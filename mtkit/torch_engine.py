@@ -23,7 +23,7 @@ from mtkit.translation import Hypothesis
 from mtkit.vocab import PAD_ID
 
 if TYPE_CHECKING:
-    from mtkit.translator import LoadOptions
+    from mtkit.options import LoadOptions
 
 
 class TorchEngine:

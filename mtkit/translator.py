@@ -10,7 +10,8 @@ dropped.
 Input is read in chunks, so arbitrarily long streams run in bounded memory.
 
 Settings come in two small dataclasses: ``LoadOptions`` (which model and how it runs: device,
-precision, threads …) and ``SearchOptions`` (how it searches). Both are runtime choices: nothing here
+precision, threads …) and ``SearchOptions`` (how it searches), defined in `mtkit.options` (the engines
+read ``LoadOptions`` too) and re-exported here. Both are runtime choices: nothing here
 is read from, or written to, a checkpoint except the model's own decoding section, which
 ``SearchOptions.overrides`` may change. A Translator leaves process-wide settings (PyTorch's thread
 count) as it found them.
@@ -24,7 +25,7 @@ an exported model translates without PyTorch in the process.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from mtkit.data.batching import pack_sorted
 from mtkit.device import thread_count
 from mtkit.engine import Engine, open_engine, resolve_engine
 from mtkit.errors import ConfigError
+from mtkit.options import LoadOptions, SearchOptions
 from mtkit.segment import clean_line, cut_sentence, split_sentences
 from mtkit.textio import warn
 from mtkit.translation import (
@@ -47,32 +49,6 @@ from mtkit.translation import (
     join_attention,
     normalise,
 )
-
-
-@dataclass
-class LoadOptions:
-    """Which model and where it runs."""
-
-    device: str = "auto"  # auto, cpu, cuda, cuda:N, mps
-    checkpoint: str = "best"  # best, last, or a checkpoint file
-    precision: str = "auto"  # auto, fp32, bf16, fp16 (see mtkit.device.decode_dtype)
-    int8: bool = False  # dynamic int8 quantization of the linear layers (CPU)
-    threads: int = 0  # CPU threads while translating (0 = all allowed cores)
-    ensemble: Sequence[str | Path] = ()  # more model directories to ensemble with
-    engine: str = "auto"  # torch, ct2 (an exported CTranslate2 directory), or auto: decided by the directory
-
-
-@dataclass
-class SearchOptions:
-    """How to search. ``overrides`` are ``decoding.key=value`` strings over the model's stored
-    decoding section (beam size, length penalty, length limits, sampling shape …)."""
-
-    overrides: Sequence[str] = ()
-    nbest: int = 1
-    sample: bool = False
-    seed: int | None = None
-    attention_layer: int = -1
-    max_tokens: int = 16000  # batch budget: source subwords × beam (× samples)
 
 
 def _options_from(kwargs: dict[str, Any], load: LoadOptions | None,

@@ -2,8 +2,11 @@
 CLI stack, and every module is a short file that says what it is for.
 
 The import rules are checked statically over whatever modules exist under mtkit/ (imports inside
-functions included, since a lazy import is still a dependency); the checker is itself tested on a
-small fake package so that a broken rule cannot pass unnoticed.
+functions and under TYPE_CHECKING included, since a lazy import is still a dependency): imports go
+cli → stages → library, and no module imports, directly or through others, one that imports it (no
+import circles). The checkers are themselves tested on a small fake package so that a broken rule
+cannot pass unnoticed. The package's lazy exports (``from mtkit import Translator``) are checked in
+fresh processes.
 """
 
 from __future__ import annotations
@@ -93,10 +96,99 @@ def violations(root: Path, stages: tuple[str, ...] = STAGES, cli: tuple[str, ...
     return bad
 
 
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """Module → the package's modules it imports (itself left out)."""
+    found = modules(root)
+    known = set(found)
+    return {name: {t for _, t in imports(path, name, known) if t in known and t != name}
+            for name, path in found.items()}
+
+
+def circles(root: Path) -> list[str]:
+    """Each group of modules that import one another, directly or through others (a strongly connected
+    component of the import graph), as one circle through it: "a → b → c → a", starting at its first
+    module in sorted order and going the shortest way round."""
+    graph = import_graph(root)
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[set[str]] = []
+
+    def visit(name: str) -> None:  # Tarjan's algorithm
+        order[name] = low[name] = len(order)
+        stack.append(name)
+        for target in sorted(graph[name]):
+            if target not in order:
+                visit(target)
+                low[name] = min(low[name], low[target])
+            elif target in stack:
+                low[name] = min(low[name], order[target])
+        if low[name] == order[name]:
+            group = {stack.pop()}
+            while name not in group:
+                group.add(stack.pop())
+            if len(group) > 1:
+                groups.append(group)
+
+    for name in sorted(graph):
+        if name not in order:
+            visit(name)
+    found = []
+    for group in groups:
+        start = min(group)
+        paths = {start: [start]}
+        queue = [start]
+        while queue:  # breadth first, inside the group, until the way leads back to start
+            name = queue.pop(0)
+            if start in graph[name]:
+                found.append(" → ".join([*paths[name], start]))
+                break
+            for target in sorted(graph[name] & group):
+                if target not in paths:
+                    paths[target] = [*paths[name], target]
+                    queue.append(target)
+    return sorted(found)
+
+
 # -------------------------------------------------------------------------------------- the rules
 def test_import_directions_hold() -> None:
     bad = violations(ROOT)
     assert not bad, "imports against the architecture (docs: cli → stages → library):\n" + "\n".join(bad)
+
+
+def test_no_import_circles() -> None:
+    found = circles(ROOT)
+    assert not found, ("modules that import each other (move what both need below both, or pass it in):\n"
+                       + "\n".join(found))
+
+
+def _fresh(code: str) -> str:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT.parent)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_the_library_api_is_importable_from_the_package() -> None:
+    code = ("import mtkit, mtkit.errors, mtkit.options, mtkit.translator as t; "
+            "from mtkit import Translator, LoadOptions, SearchOptions, MtkitError, ConfigError, DataError, "
+            "CheckpointError; "
+            "assert Translator is t.Translator and LoadOptions is t.LoadOptions "
+            "is mtkit.options.LoadOptions; "
+            "assert SearchOptions is t.SearchOptions and DataError is mtkit.errors.DataError; "
+            "assert issubclass(CheckpointError, MtkitError) and issubclass(ConfigError, MtkitError); "
+            "assert set(mtkit.__all__) <= set(dir(mtkit)); "
+            "print(sorted(n for n in mtkit.__all__ if not hasattr(mtkit, n)))")
+    assert _fresh(code) == "[]"
+    missing = "import mtkit\ntry:\n    mtkit.Nothing\nexcept AttributeError as e:\n    print(e)"
+    assert _fresh(missing) == "module 'mtkit' has no attribute 'Nothing'"
+
+
+def test_importing_the_package_loads_no_torch_and_no_translator() -> None:
+    """`import mtkit` (and so `mtkit --help`) stays as light as it was before the lazy exports."""
+    code = ("import sys, mtkit; "
+            "print(' '.join(m for m in ('torch', 'mtkit.translator', 'mtkit.options', 'sacrebleu', 'numpy') "
+            "if m in sys.modules))")
+    assert _fresh(code) == ""
 
 
 def test_models_and_search_do_not_load_the_cli_stack() -> None:
@@ -144,3 +236,29 @@ def test_checker_names_each_offending_import(tmp_path: Path) -> None:
         "pkg/models/rnn.py:2 imports pkg.bpe (models use pkg.vocab's ids, never the sentencepiece wrapper)",
         "pkg/models/rnn.py:3 imports pkg.cli (only the CLI's entry points may import the CLI)",
     ])
+
+
+def test_checker_finds_each_import_circle(tmp_path: Path) -> None:
+    root = _package(tmp_path, {
+        # the engines' options from the translator that opens them, if only for type checking
+        "engine.py": "from typing import TYPE_CHECKING\n"
+                     "if TYPE_CHECKING:\n    from pkg.translator import Options\n",
+        "translator.py": "from pkg.engine import open_engine\n",
+        # a mixin that imports its class, inside a function
+        "train/trainer.py": "from pkg.train.checkpointing import Checkpointing\n",
+        "train/checkpointing.py": "def f():\n    from pkg.train import trainer\n",
+        # three round, the long way and a short cut
+        "a.py": "import pkg.b\n", "b.py": "import pkg.c\nimport pkg.d\n", "c.py": "from pkg import a\n",
+        "d.py": "from . import c\n",
+        "lib.py": "from pkg.engine import open_engine\nfrom pkg import a\n",  # imports circles, in none
+        "options.py": "", "uses_options.py": "from pkg.options import x\n",
+    })
+    assert circles(root) == [
+        "pkg.a → pkg.b → pkg.c → pkg.a",
+        "pkg.engine → pkg.translator → pkg.engine",
+        "pkg.train.checkpointing → pkg.train.trainer → pkg.train.checkpointing",
+    ]
+    (root / "engine.py").write_text('"""doc."""\nfrom pkg.options import Options\n')  # moved below both
+    (root / "c.py").write_text('"""doc."""\n')
+    (root / "train/checkpointing.py").write_text('"""doc."""\n')
+    assert circles(root) == []

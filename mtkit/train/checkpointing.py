@@ -1,6 +1,10 @@
 """Checkpointing of a training run: resuming from checkpoint_last.pt, and writing the last, best and
 kept step checkpoints (a mixin of `Trainer`, which owns the model, optimizer, schedule and state).
 
+The mixin does not import the trainer: it declares, as class annotations, the few attributes it uses
+of the run it is mixed into, so the dependency goes one way (trainer → checkpointing) and a type
+checker still sees every name.
+
 Order matters for kills: a step checkpoint and checkpoint_best.pt are written before
 checkpoint_last.pt, so a kill in between is redone on resume. No checkpoint ever holds non-finite
 weights: a diverged run stops before writing one.
@@ -14,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch import nn
 
 from mtkit import checkpoint as files
 from mtkit.checkpoint import capture_rng_state, load_checkpoint, restore_rng_state, save_checkpoint
@@ -25,13 +30,33 @@ from mtkit.train.runtime import plain_optimizer_state
 from mtkit.train.state import TrainState
 
 if TYPE_CHECKING:  # pragma: no cover
-    from mtkit.train.trainer import Trainer
+    from collections.abc import Callable
+
+    from mtkit.config import Config, TrainingConfig
+    from mtkit.data.meta import DataMeta
+    from mtkit.device import DistInfo
+    from mtkit.train.schedules import LRSchedule
 
 
 class Checkpointing:
-    """Resume and checkpoint methods of `Trainer` (see the module docstring)."""
+    """Resume and checkpoint methods of `Trainer` (see the module docstring).
 
-    def _maybe_resume(self: Trainer, resume: bool | None) -> int | None:
+    What they use of the run, set by the class this is mixed into (`Trainer.__init__`):"""
+
+    cfg: Config
+    tc: TrainingConfig  # cfg.training
+    info: DistInfo
+    model_dir: Path
+    meta: DataMeta
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    schedule: LRSchedule
+    scaler: torch.amp.GradScaler | None
+    state: TrainState
+    elapsed_before: float  # training seconds of earlier processes
+    _elapsed: Callable[[], float]  # training seconds so far, this process's included
+
+    def _maybe_resume(self, resume: bool | None) -> int | None:
         last = self.model_dir / files.LAST
         if resume is None:  # rank 0 decides, so that no rank resumes while another starts afresh
             resume = bool(broadcast_object(last.is_file(), self.info))
@@ -51,7 +76,7 @@ class Checkpointing:
                   file=sys.stderr, flush=True)
         return st.step
 
-    def _load_state(self: Trainer, state: dict[str, Any], path: Path) -> None:
+    def _load_state(self, state: dict[str, Any], path: Path) -> None:
         for key in ("optimizer", "scheduler", "train_state", "rng"):
             if key not in state:
                 raise CheckpointError(f"{path}: holds no training state ({key} missing); cannot resume")
@@ -83,11 +108,11 @@ class Checkpointing:
         restore_rng_state(state["rng"])
 
     # ------------------------------------------------------------------------------ checkpoints
-    def _model_state(self: Trainer, valid: dict[str, Any] | None) -> dict[str, Any]:
+    def _model_state(self, valid: dict[str, Any] | None) -> dict[str, Any]:
         return {"model": self.model.state_dict(), "config": to_dict(self.cfg), "vocab": self.meta.to_dict(),
                 "step": self.state.step, "epoch": self.state.epoch, "metrics": {"valid": valid}}
 
-    def _check_finite_weights(self: Trainer) -> None:
+    def _check_finite_weights(self) -> None:
         """No checkpoint may hold non-finite weights: stop before writing one (the last good
         checkpoint stays, and resuming from it stays possible)."""
         for name, tensor in self.model.state_dict().items():
@@ -97,7 +122,7 @@ class Checkpointing:
                     f"no checkpoint was written (the last good one is kept). Lower training.lr or raise "
                     f"training.warmup_steps, then resume or start afresh")
 
-    def _save_last(self: Trainer) -> None:
+    def _save_last(self) -> None:
         if not self.info.is_main:
             return
         self._check_finite_weights()
@@ -112,7 +137,7 @@ class Checkpointing:
         })
         save_checkpoint(state, self.model_dir / files.LAST)
 
-    def _keep_checkpoints(self: Trainer, valid: dict[str, Any]) -> None:
+    def _keep_checkpoints(self, valid: dict[str, Any]) -> None:
         """checkpoint_step{N}.pt when it ranks among the best k or the last N; the best; the last."""
         self._check_finite_weights()
         st = self.state

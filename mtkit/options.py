@@ -1,0 +1,44 @@
+"""The two option dataclasses of a `Translator`: ``LoadOptions`` (which model, and how it runs) and
+``SearchOptions`` (how it searches).
+
+They live below the translator and its engines because both sides read them: the Translator takes
+them from its caller and hands ``LoadOptions`` to the engine it opens (`mtkit.engine`,
+`mtkit.torch_engine`, `mtkit.ct2`). Here, the engines need not import the translator that imports
+them. Both are runtime choices: nothing here is read from, or written to, a checkpoint.
+`mtkit.translator` re-exports them, and ``from mtkit import LoadOptions`` works too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class LoadOptions:
+    """Which model and where it runs."""
+
+    device: str = "auto"  # auto, cpu, cuda, cuda:N, mps
+    checkpoint: str = "best"  # best, last, or a checkpoint file
+    precision: str = "auto"  # auto, fp32, bf16, fp16 (see mtkit.device.decode_dtype)
+    int8: bool = False  # dynamic int8 quantization of the linear layers (CPU)
+    threads: int = 0  # CPU threads while translating (0 = all allowed cores)
+    ensemble: Sequence[str | Path] = ()  # more model directories to ensemble with
+    engine: str = "auto"  # torch, ct2 (an exported CTranslate2 directory), or auto: decided by the directory
+
+
+@dataclass
+class SearchOptions:
+    """How to search. ``overrides`` are ``decoding.key=value`` strings over the model's stored
+    decoding section (beam size, length penalty, length limits, sampling shape …)."""
+
+    overrides: Sequence[str] = ()
+    nbest: int = 1
+    sample: bool = False
+    seed: int | None = None
+    attention_layer: int = -1
+    max_tokens: int = 16000  # batch budget: source subwords × beam (× samples)
+
+
+__all__ = ["LoadOptions", "SearchOptions"]

@@ -1,34 +1,46 @@
 """`mtkit score`: corpus BLEU, chrF and TER through sacrebleu, plus WER; paired bootstrap across systems.
 
-BLEU/chrF/TER use sacrebleu's Python API with its default settings, so the numbers equal those of the
-`sacrebleu` command line and come with its reproducibility signature. WER is implemented here as a
-sacrebleu `Metric` (word edit distance summed over the corpus / reference words), so sacrebleu's own
-paired bootstrap test handles it like the others.
+BLEU/chrF/TER go through sacrebleu's public Python API only: the metric classes with their default
+settings and references given to the constructor, ``corpus_score``, ``get_signature``, and
+``sacrebleu.significance.PairedTest`` for the bootstrap. So the numbers and p-values are those of the
+``sacrebleu`` command line, with its reproducibility signatures, and a newer sacrebleu does not break
+this module (it used to reach into private attributes, which pinned sacrebleu to one minor version).
 
-Segment statistics are computed once per system and metric, spread over the allowed cores, and shared
-by the corpus score and the bootstrap test (sacrebleu alone would compute them twice). That matters
-for TER, which is pure Python and slow on long segments: scoring four systems on the 2,000 deb-en-de
-test segments took 6.5 minutes before.
+WER is computed here (word edit distance summed over the corpus / reference words summed). It is not a
+sacrebleu ``Metric`` subclass, because sacrebleu's hooks for subclasses are underscore methods that may
+change in any release. Its paired bootstrap repeats sacrebleu's paired test step by step (same seed,
+same resamples, same confidence interval and p-value; `paired_bootstrap`, checked against sacrebleu's
+own test in tests/test_score.py), so WER sits in the same table on the same terms.
+
+Speed: sacrebleu's TER is pure Python and slow on long segments. Without a bootstrap, each (system,
+metric) corpus score runs in a forked worker process when there is enough work. With the bootstrap,
+sacrebleu's test computes each system's statistics once, the other systems in parallel, and its scores
+are the corpus scores (only BLEU, cheap, is scored again for its precisions and lengths).
 """
 
 from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from sacrebleu.metrics import BLEU, CHRF, TER
-from sacrebleu.metrics.base import Metric, Score, Signature
+from sacrebleu.significance import PairedTest, Result, estimate_ci
 
+from mtkit import __version__
 from mtkit.cpus import allowed_cpus
 from mtkit.errors import DataError, MtkitError
 from mtkit.textio import read_lines
 
 METRICS = ("bleu", "chrf", "ter", "wer")
 LOWER_IS_BETTER = {"ter", "wer"}
+#: metrics whose score carries details besides the number (BLEU's precisions and lengths, WER's totals)
+DETAILED = {"bleu", "wer"}
 
 
 # ---------------------------------------------------------------------------------------------- WER
@@ -66,54 +78,96 @@ def edit_distance(ref: Sequence[Any], hyp: Sequence[Any]) -> int:
     return dist
 
 
-class WERScore(Score):
-    def __init__(self, score: float, edits: float, ref_words: float):
-        super().__init__("WER", score)
-        self.edits = int(edits)
-        self.ref_words = int(ref_words)
-        self._verbose = f"(edits = {self.edits}, reference words = {self.ref_words})"
+def wer_of(edits: float, ref_words: float) -> float:
+    """WER in percent from corpus totals; with empty references, as sacrebleu's TER: 100 if anything
+    was produced, else 0."""
+    if ref_words > 0:
+        return 100.0 * float(edits) / float(ref_words)
+    return 100.0 if edits > 0 else 0.0
 
 
-class WERSignature(Signature):
-    def __init__(self, args: dict):
-        super().__init__(args)
-        self._abbr.update({"case": "c", "tok": "t", "ref": "r"})
-        self.info.update({"case": "mixed", "tok": "whitespace", "ref": "first"})
+@dataclass(frozen=True)
+class WERScore:
+    score: float
+    edits: int
+    ref_words: int
+    name: str = "WER"
+
+    @property
+    def details(self) -> str:
+        return f"(edits = {self.edits}, reference words = {self.ref_words})"
 
 
-class WER(Metric):
+class WER:
     """Word error rate in percent: word-level edits summed over the corpus / reference words summed.
 
     Words are whitespace-separated tokens, case-sensitive, punctuation untouched. With several
-    references only the first is used (WER has no standard multi-reference form)."""
-
-    _SIGNATURE_TYPE = WERSignature
+    references only the first is used (WER has no standard multi-reference form). Called like a
+    sacrebleu metric (references as a list of reference streams, given here or to ``corpus_score``)."""
 
     def __init__(self, references: Sequence[Sequence[str]] | None = None):
-        super().__init__()
-        if references is not None:
-            self._ref_cache = self._cache_references(references)
+        self.nrefs = len(references) if references else 0
+        self.ref_words = [line.split() for line in references[0]] if references else None
 
-    def _preprocess_segment(self, sent: str) -> str:
-        return sent
+    def statistics(self, hypotheses: Sequence[str],
+                   references: Sequence[Sequence[str]] | None = None) -> list[tuple[int, int]]:
+        """(edits, reference words) of each segment."""
+        refs = [line.split() for line in references[0]] if references else self.ref_words
+        if refs is None:
+            raise ValueError("WER: no references given")
+        return [(edit_distance(ref, hyp.split()), len(ref))
+                for hyp, ref in zip(hypotheses, refs, strict=True)]
 
-    def _extract_reference_info(self, refs: Sequence[str]) -> dict[str, Any]:
-        return {"ref_words": refs[0].split() if refs else []}
+    def corpus_score(self, hypotheses: Sequence[str],
+                     references: Sequence[Sequence[str]] | None = None) -> WERScore:
+        stats = self.statistics(hypotheses, references)
+        edits, ref_words = sum(e for e, _ in stats), sum(r for _, r in stats)
+        return WERScore(wer_of(edits, ref_words), edits, ref_words)
 
-    def _compute_segment_statistics(self, hypothesis: str, ref_kwargs: dict) -> list[int]:
-        ref = ref_kwargs["ref_words"]
-        return [edit_distance(ref, hypothesis.split()), len(ref)]
+    def signature(self, samples: int = 0) -> str:
+        """sacrebleu-style: what the number depends on; the bootstrap's samples and seed when it ran."""
+        test = f"bs:{samples}|seed:{str(sacrebleu_seed()).lower()}|" if samples else ""
+        return f"nrefs:{self.nrefs}|{test}case:mixed|tok:whitespace|ref:first|version:mtkit-{__version__}"
 
-    def _compute_score_from_stats(self, stats: Sequence[float]) -> WERScore:
-        edits, ref_words = stats[0], stats[1]
-        if ref_words > 0:
-            score = 100.0 * edits / ref_words
-        else:  # empty references: as sacrebleu's TER, 100 if anything was produced
-            score = 100.0 if edits > 0 else 0.0
-        return WERScore(score, edits, ref_words)
 
-    def _aggregate_and_compute(self, stats: list[list[int]]) -> WERScore:
-        return self._compute_score_from_stats([sum(s[0] for s in stats), sum(s[1] for s in stats)])
+# -------------------------------------------------------------------------------- paired bootstrap
+def sacrebleu_seed() -> int | None:
+    """The resampling seed as sacrebleu reads it: SACREBLEU_SEED, 12345 by default, "none" for none."""
+    seed = os.environ.get("SACREBLEU_SEED", "12345")
+    return None if seed.lower() == "none" else int(seed)
+
+
+def paired_bootstrap(stats: Sequence[Sequence[Sequence[float]]], score: Callable[[Any], float],
+                     samples: int) -> list[Result]:
+    """sacrebleu's paired bootstrap resampling test (Koehn 2004; ``PairedTest(test_type="bs")``) over
+    segment statistics computed by the caller: ``stats[k]`` holds system k's statistics, one row per
+    segment, system 0 being the baseline; ``score`` turns a row of summed statistics into the metric.
+
+    Step by step as sacrebleu 2.x does it, so that its results are sacrebleu's for any metric: the
+    corpus score from the exact sums; resample rows summed in float32; the baseline's 95% interval from
+    a generator seeded with `sacrebleu_seed`, each comparison's from one seeded again (with ``seed or
+    None``, as sacrebleu); p = (resamples whose centred |difference| exceeds the real one + 1) /
+    (samples + 1)."""
+    seed = sacrebleu_seed()
+    n = len(stats[0])
+    arrays = [np.array(s, dtype="float32") for s in stats]
+    actual = [score(np.array(s).sum(0)) for s in stats]
+
+    def resampled(k: int, idxs: np.ndarray) -> np.ndarray:
+        return np.array([score(rows.sum(0)) for rows in arrays[k][idxs]])
+
+    def draw(rng_seed: int | None) -> np.ndarray:
+        return np.random.default_rng(rng_seed).choice(n, size=(samples, n), replace=True)
+
+    results = [Result(actual[0], None, *estimate_ci(resampled(0, draw(seed))))]
+    for k in range(1, len(stats)):
+        idxs = draw(seed if seed else None)
+        base, system = resampled(0, idxs), resampled(k, idxs)
+        diffs = np.abs(system - base)
+        centred = diffs - diffs.mean()
+        p = (np.sum(centred > abs(actual[0] - actual[k])).item() + 1) / (samples + 1)
+        results.append(Result(actual[k], p, *estimate_ci(system)))
+    return results
 
 
 # ------------------------------------------------------------------------------------------ scoring
@@ -170,8 +224,8 @@ def _display(path: str) -> str:
     return "<stdin>" if path == "-" else path
 
 
-def build_metric(name: str, refs: list[list[str]], tokenize: str | None) -> Metric:
-    """One metric with sacrebleu's defaults, its references cached (as the sacrebleu CLI does)."""
+def build_metric(name: str, refs: list[list[str]], tokenize: str | None) -> BLEU | CHRF | TER | WER:
+    """One metric with sacrebleu's defaults, its references given once (as the sacrebleu CLI does)."""
     if name == "bleu":
         return BLEU(tokenize=tokenize, references=refs)
     if name == "chrf":
@@ -214,102 +268,98 @@ def score_files(hyps: list[str], refs: list[str], metrics: list[str], *, tokeniz
     except (ImportError, ValueError, RuntimeError) as exc:  # e.g. ja-mecab without its optional package
         raise MtkitError(f"score: {exc}") from None
 
-    _share_statistics(objects, [lines for _, lines in systems])
-    results = []
-    labels: dict[str, str] = {}
-    for name, lines in systems:
-        res = SystemResult(name, {})
-        for m, metric in objects.items():
-            sc = metric.corpus_score(lines, None)
-            res.scores[m] = float(sc.score)
-            labels[m] = sc.name
-            if sc._verbose:
-                res.details[m] = sc._verbose
-        results.append(res)
-    sigs = {m: metric.get_signature().format() for m, metric in objects.items()}
-    report = ScoreReport(results, sigs, [_display(r) for r in refs], n, labels)
-    if len(systems) > 1 and bootstrap > 0:
-        _add_paired_bootstrap(report, systems, objects, bootstrap)
+    report = ScoreReport([SystemResult(name, {}) for name, _ in systems], {}, [_display(r) for r in refs],
+                         n, {})
+    samples = max(bootstrap, 0) if len(systems) > 1 else 0
+    # with the bootstrap, its scores are the corpus scores: only scores with details are computed again
+    plain = {m: metric for m, metric in objects.items() if not samples or m in DETAILED}
+    for (m, i), (value, label, details) in _corpus_scores(plain, [lines for _, lines in systems]).items():
+        report.systems[i].scores[m] = value
+        report.labels[m] = label
+        if details:
+            report.systems[i].details[m] = details
+    for m, metric in objects.items():
+        report.signatures[m] = (metric.signature() if isinstance(metric, WER)
+                                else metric.get_signature().format())
+    if samples > 0:
+        _add_paired_bootstrap(report, systems, objects, samples)
+    report.labels = {m: report.labels[m] for m in metrics}
+    for res in report.systems:  # in the order asked for
+        res.scores = {m: res.scores[m] for m in metrics}
     return report
 
 
-# segments per parallel job; and the state a forked worker reads: metric objects and systems
-_CHUNK = 250
+# the state a forked worker reads: metric objects and systems
 _JOB_STATE: dict[str, Any] = {}
 
 
-def _statistics_job(job: tuple[str, int, int, int]) -> list[Any]:
-    name, system, start, end = job
-    return _slice_statistics(_JOB_STATE["metrics"][name], _JOB_STATE["systems"][system], start, end)
+def _workers(tasks: int, segments: int) -> int:
+    """Processes for ``tasks`` jobs that score ``segments`` segments in all: one, unless there is enough
+    work to pay for forking (and the platform forks)."""
+    if segments < 1000 or "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    return min(allowed_cpus(), tasks)
 
 
-def _share_statistics(objects: dict[str, Metric], systems: list[list[str]]) -> None:
-    """Compute every (system, metric) table of segment statistics up front, in parallel where there
-    is enough work, and make each metric answer later requests for those hypotheses from this table."""
-    n = len(systems[0])
-    jobs = [(name, i, start, min(start + _CHUNK, n)) for name in objects for i in range(len(systems))
-            for start in range(0, n, _CHUNK)]
-    workers = min(allowed_cpus(), len(jobs))
-    parts: list[list[Any]]
-    if workers > 1 and n * len(systems) >= 1000 and "fork" in multiprocessing.get_all_start_methods():
+def _corpus_score(metric: BLEU | CHRF | TER | WER, hyps: list[str]) -> tuple[float, str, str]:
+    """(score, display name, details) of one system: plain values, cheap to send back from a worker.
+    sacrebleu's details (BLEU's precisions and lengths) come from its documented JSON format."""
+    sc = metric.corpus_score(hyps, None)
+    if isinstance(sc, WERScore):
+        return sc.score, sc.name, sc.details
+    as_json = json.loads(sc.format(signature=metric.get_signature().format(), is_json=True))
+    return float(sc.score), sc.name, as_json.get("verbose_score", "")
+
+
+def _corpus_job(job: tuple[str, int]) -> tuple[float, str, str]:
+    name, system = job
+    return _corpus_score(_JOB_STATE["metrics"][name], _JOB_STATE["systems"][system])
+
+
+def _corpus_scores(objects: dict[str, Any],
+                   systems: list[list[str]]) -> dict[tuple[str, int], tuple[float, str, str]]:
+    """Every (metric, system) corpus score, each a job of its own, in parallel where there is enough work."""
+    jobs = [(name, i) for name in objects for i in range(len(systems))]
+    workers = _workers(len(jobs), len(systems[0]) * len(jobs))
+    if workers > 1:
         _JOB_STATE.update(metrics=objects, systems=systems)
         try:
             with multiprocessing.get_context("fork").Pool(workers) as pool:
-                parts = pool.map(_statistics_job, jobs, chunksize=1)
+                outcomes = pool.map(_corpus_job, jobs, chunksize=1)
         finally:
             _JOB_STATE.clear()
     else:
-        parts = [_slice_statistics(objects[name], systems[i], a, b) for name, i, a, b in jobs]
-    tables: dict[str, dict[int, list[Any]]] = {name: {} for name in objects}
-    for (name, i, _, _), part in zip(jobs, parts, strict=True):
-        tables[name].setdefault(i, []).extend(part)
-    for name, metric in objects.items():
-        _answer_from(metric, {tuple(systems[i]): stats for i, stats in tables[name].items()})
+        outcomes = [_corpus_score(objects[name], systems[i]) for name, i in jobs]
+    return dict(zip(jobs, outcomes, strict=True))
 
 
-def _slice_statistics(metric: Metric, hyps: list[str], start: int, end: int) -> list[Any]:
-    """Statistics of segments start..end: the metric's cached references are cut to match for the call."""
-    full = metric._ref_cache
-    try:
-        metric._ref_cache = full[start:end]
-        return metric._extract_corpus_statistics(hyps[start:end], None)
-    finally:
-        metric._ref_cache = full
-
-
-def _answer_from(metric: Metric, table: dict[tuple[str, ...], list[Any]]) -> None:
-    original = metric._extract_corpus_statistics
-
-    def cached(hypotheses: Sequence[str], references: Sequence[Sequence[str]] | None) -> Any:
-        if references is None:
-            stats = table.get(tuple(hypotheses))
-            if stats is not None:
-                return [list(row) for row in stats]  # callers may not share (or alter) our rows
-        return original(hypotheses, references)
-
-    metric._extract_corpus_statistics = cached  # type: ignore[method-assign]
-
-
-def _add_paired_bootstrap(report: ScoreReport, systems: list[tuple[str, list[str]]],
-                          objects: dict[str, Metric], samples: int) -> None:
-    """sacrebleu's paired bootstrap resampling (Koehn 2004): p-value of each system against the first,
-    and each system's 95% confidence half-width."""
-    from sacrebleu.significance import PairedTest
-
-    test = PairedTest(systems, objects, references=None, test_type="bs", n_samples=samples)
-    signatures, table = test()
-    for i, res in enumerate(report.systems):
-        # sacrebleu gives identical outputs its smallest p-value (no resample beats a zero difference);
-        # the honest answer for "is this difference due to chance" is that there is none: p = 1
-        same_as_baseline = i > 0 and systems[i][1] == systems[0][1]
-        for m in objects:
-            r = table[report.labels[m]][i]  # sacrebleu keys its results by display name (chrF2, ...)
+def _add_paired_bootstrap(report: ScoreReport, systems: list[tuple[str, list[str]]], objects: dict[str, Any],
+                          samples: int) -> None:
+    """Paired bootstrap resampling (Koehn 2004), sacrebleu's for its metrics and the same algorithm for
+    WER: p-value of each system against the first, and each system's 95% confidence half-width."""
+    hyps = [lines for _, lines in systems]
+    jobs = _workers(len(systems) - 1, len(hyps[0]) * (len(systems) - 1))
+    for m, metric in objects.items():
+        if isinstance(metric, WER):
+            label, signature = "WER", metric.signature(samples)
+            stats = [metric.statistics(lines) for lines in hyps]
+            results = paired_bootstrap(stats, lambda row: wer_of(row[0], row[1]), samples)
+        else:  # one metric a test: its results are keyed by the metric's display name (chrF2, ...)
+            test = PairedTest(systems, {m: metric}, references=None, test_type="bs", n_samples=samples,
+                              n_jobs=jobs)
+            signatures, table = test()
+            ((label, sig),) = signatures.items()
+            signature, results = sig.format(), table[label]
+        report.labels[m], report.signatures[m] = label, signature
+        for res, r, lines in zip(report.systems, results, hyps, strict=True):
+            res.scores.setdefault(m, float(r.score))
             if r.ci is not None:
                 res.ci[m] = float(r.ci)
             if r.p_value is not None:
-                res.p_values[m] = 1.0 if same_as_baseline else float(r.p_value)
-    report.signatures = {m: signatures[report.labels[m]].format() for m in objects}
-    report.bootstrap_samples = test.n_samples
+                # sacrebleu gives identical outputs its smallest p-value (no resample beats a zero
+                # difference); the honest answer to "is this difference due to chance" is: there is none
+                res.p_values[m] = 1.0 if lines == hyps[0] else float(r.p_value)
+    report.bootstrap_samples = samples
 
 
 # ------------------------------------------------------------------------------------------ output

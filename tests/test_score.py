@@ -3,6 +3,7 @@ command line; several systems get a paired bootstrap test; mismatched files are 
 
 from __future__ import annotations
 
+import ast
 import json
 import random
 import shutil
@@ -156,26 +157,88 @@ def test_unknown_tokenizer_is_a_clean_error(tmp_path: Path) -> None:
         score_files([str(hyp)], [str(ref)], ["bleu"], tokenize="nonsense")
 
 
-def test_parallel_shared_statistics_give_the_serial_numbers(tmp_path: Path, monkeypatch) -> None:
-    """Statistics computed in forked workers, chunk by chunk, and shared with the bootstrap test must
+def _random_corpus(rng: random.Random, n: int) -> list[str]:
+    words = ["the", "a", "house", "cat", "sat", "on", "mat", "dog", "ran", "to", "door", "window"]
+    return [" ".join(rng.choice(words) for _ in range(rng.randint(1, 12))) for _ in range(n)]
+
+
+def test_parallel_scoring_gives_the_serial_numbers(tmp_path: Path, monkeypatch) -> None:
+    """Corpus scores computed in forked workers, and sacrebleu's test comparing systems in parallel,
     give exactly what one process computing everything itself gives."""
     rng = random.Random(5)
-    words = ["the", "a", "house", "cat", "sat", "on", "mat", "dog", "ran", "to", "door", "window"]
-
-    def corpus(n: int) -> list[str]:
-        return [" ".join(rng.choice(words) for _ in range(rng.randint(1, 12))) for _ in range(n)]
-
-    ref, a, b = tmp_path / "ref", tmp_path / "a", tmp_path / "b"
-    for path in (ref, a, b):
-        path.write_text("\n".join(corpus(620)) + "\n", encoding="utf-8")
-    args = ([str(a), str(b)], [str(ref)], ["bleu", "chrf", "ter", "wer"])
-    pools = []
+    paths = [tmp_path / name for name in ("ref", "a", "b", "c")]
+    for path in paths:
+        path.write_text("\n".join(_random_corpus(rng, 620)) + "\n", encoding="utf-8")
+    ref, *hyps = (str(p) for p in paths)
+    pools: list[str] = []
     get_context = score_mod.multiprocessing.get_context
     monkeypatch.setattr(score_mod.multiprocessing, "get_context", lambda m: pools.append(m) or get_context(m))
-    monkeypatch.setattr(score_mod, "allowed_cpus", lambda: 2)
-    parallel = score_mod.score_files(*args, bootstrap=100).as_dict()
-    assert pools == ["fork"]
-    monkeypatch.setattr(score_mod, "allowed_cpus", lambda: 1)
-    serial = score_mod.score_files(*args, bootstrap=100).as_dict()
-    assert pools == ["fork"]
-    assert parallel == serial
+    jobs: list[int] = []
+
+    class CountingTest(score_mod.PairedTest):
+        def __init__(self, *args, **kwargs):
+            jobs.append(kwargs["n_jobs"])
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(score_mod, "PairedTest", CountingTest)
+    runs = {}
+    for cpus in (2, 1):
+        monkeypatch.setattr(score_mod, "allowed_cpus", lambda cpus=cpus: cpus)
+        runs[cpus] = [score_mod.score_files(hyps, [ref], list(score_mod.METRICS), bootstrap=b).as_dict()
+                      for b in (0, 100)]
+    # with two cores: a pool for the corpus scores of each run, and one in sacrebleu's test for each of
+    # bleu, chrf and ter (two workers each); with one core, no pool at all
+    assert pools == ["fork"] * 5
+    assert jobs == [2, 2, 2, 1, 1, 1]
+    assert runs[2] == runs[1]
+    assert runs[1][0]["systems"] == [{k: v for k, v in s.items() if k not in ("p_values", "ci95")}
+                                     for s in runs[1][1]["systems"]]  # the test's scores are the scores
+
+
+def test_p_values_are_sacrebleus_own(tmp_path: Path) -> None:
+    """BLEU, chrF and TER come from sacrebleu's paired test itself; WER's bootstrap repeats its
+    algorithm, so run on BLEU's segment statistics (public per-sentence figures) it must give exactly
+    what sacrebleu's test gives for BLEU."""
+    from sacrebleu.metrics import BLEU, CHRF, TER
+    from sacrebleu.significance import PairedTest
+
+    ref, good, bad = make_files(tmp_path, n=80, seed=3)
+    near = tmp_path / "near.txt"
+    near.write_text(good.read_text(encoding="utf-8").replace("cat", "dog", 3), encoding="utf-8")
+    paths = [good, bad, near]
+    report = score_files([str(p) for p in paths], [str(ref)], ["bleu", "chrf", "ter", "wer"], bootstrap=150)
+    refs = [ref.read_text(encoding="utf-8").splitlines()]
+    systems = [(str(p), p.read_text(encoding="utf-8").splitlines()) for p in paths]
+    for key, metric in (("bleu", BLEU(references=refs)), ("chrf", CHRF(references=refs)),
+                        ("ter", TER(references=refs))):
+        _, table = PairedTest(systems, {key: metric}, references=None, test_type="bs", n_samples=150)()
+        theirs = table[report.labels[key]]
+        assert [s.scores[key] for s in report.systems] == [r.score for r in theirs]
+        assert [s.ci[key] for s in report.systems] == [r.ci for r in theirs]
+        assert [s.p_values.get(key) for s in report.systems] == [r.p_value for r in theirs]
+
+    sentence = BLEU(effective_order=True)  # statistics only: effective order changes no count
+    stats = []
+    for _, lines in systems:
+        scores = [sentence.sentence_score(h, [r]) for h, r in zip(lines, refs[0], strict=True)]
+        stats.append([[s.sys_len, s.ref_len, *s.counts, *s.totals] for s in scores])
+
+    def bleu(row):
+        return BLEU.compute_bleu(correct=row[2:6], total=row[6:], sys_len=int(row[0]), ref_len=int(row[1]),
+                                 smooth_method="exp").score
+
+    ours = score_mod.paired_bootstrap(stats, bleu, 150)
+    _, table = PairedTest(systems, {"bleu": BLEU(references=refs)}, references=None, test_type="bs",
+                          n_samples=150)()
+    assert [(r.score, r.p_value, r.mean, r.ci) for r in ours] == \
+           [(r.score, r.p_value, r.mean, r.ci) for r in table["BLEU"]]
+    assert ours[1].p_value < 0.05 < ours[2].p_value  # and the comparison is not a trivial one
+
+
+def test_score_touches_no_private_attribute() -> None:
+    """sacrebleu's public API only (its underscore attributes change between releases): no attribute
+    access with a leading underscore anywhere in mtkit/score.py."""
+    tree = ast.parse(Path(score_mod.__file__).read_text(encoding="utf-8"))
+    private = sorted({node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+                      and node.attr.startswith("_") and not node.attr.endswith("__")})
+    assert private == []

@@ -22,6 +22,7 @@ import json
 import math
 import os
 import shutil
+import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -81,9 +82,20 @@ def run_export(model: str | Path, output: str | Path, fmt: str = "ct2", quantiza
         else:
             archive = _package_argos(loaded, target, stage)
             os.replace(archive, output)
+            print(argos_sbd_note(output, loaded.meta.src_lang), file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return output
+
+
+def argos_sbd_note(package: Path, src_lang: str) -> str:
+    """One line for after an Argos export: the package has no sentence-boundary model (no model that
+    may be redistributed comes from a package registry), so Argos Translate fetches one at first use,
+    which fails offline; the line says where Argos 1.11 looks for it first (docs/export.md)."""
+    return (f"note: {package.name} holds no sentence-boundary model: Argos Translate 1.11 downloads "
+            f"MiniSBD's {src_lang}.onnx at first use, which fails offline; copy it beforehand into "
+            "$XDG_DATA_HOME/argos-translate/minisbd/ (default ~/.local/share/argos-translate/minisbd/), "
+            "see docs/export.md")
 
 
 def check_expressible(cfg: ModelConfig) -> None:
@@ -292,5 +304,5 @@ def _package_argos(loaded: LoadedModel, model: Path, stage: Path) -> Path:
     return archive
 
 
-__all__ = ["FORMATS", "QUANTIZATIONS", "check_expressible", "position_rows", "run_export", "transformer_spec",
-           "write_ct2"]
+__all__ = ["FORMATS", "QUANTIZATIONS", "argos_sbd_note", "check_expressible", "position_rows", "run_export",
+           "transformer_spec", "write_ct2"]

@@ -393,6 +393,22 @@ def test_argos_package_installs_and_translates(trained, tmp_path):
     assert json.loads(proc.stdout.splitlines()[-1]) == exact(exported, beam_size=4).translate(lines[:6])
 
 
+@needs_ct2
+def test_argos_export_says_it_holds_no_sentence_boundary_model(bpe_dir, tmp_path, capsys):
+    """Argos Translate downloads a sentence splitter at first use: the export says so, in one line after
+    success, with where to put the model for offline use; a ct2 export says nothing of the kind."""
+    model_dir = random_model(tmp_path / "m", bpe_dir)
+    run_export(model_dir, tmp_path / "ct2")
+    assert capsys.readouterr().err == ""
+    package = run_export(model_dir, tmp_path / "en_de.argosmodel", fmt="argos")
+    assert package.is_file()
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("note: en_de.argosmodel holds no sentence-boundary model")
+    assert "MiniSBD's en.onnx" in lines[0] and "$XDG_DATA_HOME/argos-translate/minisbd/" in lines[0]
+    with zipfile.ZipFile(package) as zf:  # what the note says is true
+        assert not [n for n in zf.namelist() if "/minisbd/" in n or "/stanza/" in n or "/spacy/" in n]
+
+
 def test_argos_refuses_separate_vocabularies(bpe_dir, tmp_path):
     model_dir = random_model(tmp_path / "m", bpe_dir, joint=False, share_all_embeddings=False)
     with pytest.raises(ConfigError, match="--format argos"):

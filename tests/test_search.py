@@ -20,15 +20,6 @@ from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID
 VOCAB = 24
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models gain nothing from threads, and lose a lot when other processes hold the cores."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 class ToyModel(Seq2Seq):
     """The next-token distribution is a fixed random row chosen by a hash of (source, prefix):
     a model whose every probability is known, so search results can be checked by enumeration."""

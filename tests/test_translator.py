@@ -28,14 +28,6 @@ WORDS = ["the", "house", "is", "small", ".", "a", "cat", "sat", "on", "mat", "!"
          "sunday", ";", "river", "stone", "light", "window", "door", "table"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def make_model_dir(root: Path, arch: str = "transformer", seed: int = 0, vocab_size: int = 64,
                    data_max_len: int | None = None, model: dict | None = None, **decoding) -> Path:
     """A model directory as `mtkit train` writes it, with a random tiny model (trained, says its

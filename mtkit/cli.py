@@ -12,6 +12,7 @@ from pathlib import Path
 import typer
 
 from mtkit import __version__
+from mtkit.cli_serve import serve_command
 from mtkit.device import bound_kernel_caches
 from mtkit.errors import MtkitError, OutputClosed
 from mtkit.vocab import BPE_SAMPLE_SENTENCES
@@ -239,44 +240,7 @@ def merge_shards(
     merge_shard_outputs(inputs, output)
 
 
-# --------------------------------------------------------------------------------------------- serve
-@app.command()
-def serve(
-    model: list[Path] = typer.Option(
-        ..., "--model", "-m", help="Model directory or `mtkit export` directory; repeat for more pairs."),
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0: every interface)."),
-    port: int = typer.Option(5000, "--port", help="TCP port."),
-    engine: str = typer.Option("auto", "--engine", help="auto, torch, or ct2 (an exported model)."),
-    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:N, mps."),
-    precision: str = typer.Option("auto", "--precision", help="auto, fp32, bf16, fp16."),
-    int8: bool = typer.Option(False, "--int8", help="Dynamic int8 quantization (torch engine, CPU)."),
-    threads: int = typer.Option(0, "--threads", help="CPU threads per model (0 = all allowed cores)."),
-    checkpoint: str = typer.Option("best", "--checkpoint", help="best, last, or a checkpoint path."),
-    max_wait_ms: float = typer.Option(5.0, "--max-wait-ms",
-                                      help="How long a batch waits for more requests (milliseconds)."),
-    max_batch: int = typer.Option(256, "--max-batch",
-                                  help="Sentences of several requests translated together."),
-    queue: int = typer.Option(10_000, "--queue", help="Sentences waiting per model before 503 (busy)."),
-    char_limit: int = typer.Option(20_000, "--char-limit", help="Characters of text per request."),
-    max_body: int = typer.Option(1_048_576, "--max-body", help="Bytes per request body (413 past it)."),
-    timeout: float = typer.Option(60.0, "--timeout", help="Seconds a request may wait for its translation."),
-    api_keys: Path | None = typer.Option(None, "--api-keys",
-                                         help="File of API keys (one a line, optional requests per minute)."),
-    cors_origin: list[str] = typer.Option(
-        [], "--cors-origin", help="Allow browser requests from this origin (repeatable; * = any)."),
-    log_level: str = typer.Option("warning", "--log-level", help="uvicorn's: warning, info, debug."),
-) -> None:
-    """Serve models over HTTP: LibreTranslate's API, mtkit's /v1 API and a web page at /."""
-    from mtkit.serve import ServeOptions
-    from mtkit.serve import serve as run_server
-    from mtkit.translator import LoadOptions
-
-    load = LoadOptions(device=device, checkpoint=checkpoint, precision=precision, int8=int8, threads=threads,
-                       engine=engine)
-    options = ServeOptions(host=host, port=port, max_wait_ms=max_wait_ms, max_batch_sentences=max_batch,
-                           queue_sentences=queue, char_limit=char_limit, max_body=max_body, timeout=timeout,
-                           api_keys=api_keys, cors_origins=cors_origin, log_level=log_level)
-    run_server(model, load, options)
+app.command("serve")(serve_command)  # `mtkit serve`: its many options live in mtkit/cli_serve.py
 
 
 # -------------------------------------------------------------------------------------------- export
@@ -379,12 +343,10 @@ def params(
         None, "--src-vocab", min=4,
         help="Source vocabulary size (default: data.dir/meta.json, else bpe.vocab_size).",
     ),
-    tgt_vocab: int | None = typer.Option(
-        None, "--tgt-vocab", min=4, help="Target vocabulary size (default as for --src-vocab)."
-    ),
-    joint: bool | None = typer.Option(
-        None, "--joint/--no-joint", help="Joint vocabulary (default: data.dir/meta.json, else bpe.joint)."
-    ),
+    tgt_vocab: int | None = typer.Option(None, "--tgt-vocab", min=4,
+                                         help="Target vocabulary size (default as for --src-vocab)."),
+    joint: bool | None = typer.Option(None, "--joint/--no-joint",
+                                      help="Joint vocabulary (default: data.dir/meta.json, else bpe.joint)."),
 ) -> None:
     """Print the parameter count of the model a config describes, per component and in total."""
     from rich.console import Console
@@ -404,9 +366,8 @@ def params(
     src_vocab = src_vocab or prepared[1]
     tgt_vocab = tgt_vocab or prepared[2]
     if joint and src_vocab != tgt_vocab:
-        raise MtkitError(
-            f"--joint needs equal vocabularies, got --src-vocab {src_vocab} and --tgt-vocab {tgt_vocab}"
-        )
+        raise MtkitError(f"--joint needs equal vocabularies, got --src-vocab {src_vocab} and "
+                         f"--tgt-vocab {tgt_vocab}")
     try:
         model = build_on_meta(cfg.model, src_vocab, tgt_vocab, joint)
     except ValueError as exc:  # e.g. dot attention with mismatched sizes

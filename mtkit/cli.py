@@ -13,6 +13,7 @@ import typer
 
 from mtkit import __version__
 from mtkit.cli_serve import serve_command
+from mtkit.cli_translate import translate_command
 from mtkit.device import bound_kernel_caches
 from mtkit.errors import MtkitError, OutputClosed
 from mtkit.vocab import BPE_SAMPLE_SENTENCES
@@ -155,78 +156,7 @@ def train(
     run_train(load_config(config, overrides), resume=resume)
 
 
-# ----------------------------------------------------------------------------------------- translate
-@app.command()
-def translate(
-    model: Path = typer.Option(..., "--model", "-m", help="Model directory (or a checkpoint file)."),
-    input: str = typer.Option("-", "--input", "-i", help="Input file (plain or .gz; default stdin)."),
-    output: str | None = typer.Option(None, "--output", "-o", help="Output file (default stdout)."),
-    checkpoint: str = typer.Option("best", "--checkpoint", help="best, last, or a checkpoint path."),
-    beam: int | None = typer.Option(None, "--beam", "-b",
-        help="Beam size (default: from the model's config)."),
-    nbest: int = typer.Option(1, "--nbest",
-        help="Write the N best as index<TAB>score<TAB>text (N lines/input)."),
-    greedy: bool = typer.Option(False, "--greedy", help="Greedy search (beam size 1)."),
-    sample: bool = typer.Option(False, "--sample",
-        help="Sample instead of searching (with --nbest: N samples)."),
-    temperature: float | None = typer.Option(None, help="Sampling temperature."),
-    top_k: int | None = typer.Option(None, "--top-k", help="Sample from the K most likely tokens (0 = all)."),
-    top_p: float | None = typer.Option(None, "--top-p", help="Nucleus sampling mass."),
-    seed: int | None = typer.Option(None, help="Seed of the sampler (reproducible samples)."),
-    length_penalty: float | None = typer.Option(None, "--length-penalty", help="GNMT length penalty α."),
-    length_norm: str | None = typer.Option(None, "--length-norm", help="gnmt, average or none."),
-    max_len_a: float | None = typer.Option(None, "--max-len-a", help="Max output length = a·src_len + b."),
-    max_len_b: int | None = typer.Option(None, "--max-len-b", help="See --max-len-a."),
-    min_len: int | None = typer.Option(None, "--min-len", help="Shortest output in tokens."),
-    no_repeat_ngram: int | None = typer.Option(None, "--no-repeat-ngram", help="Forbid repeated n-grams."),
-    max_tokens: int = typer.Option(16000, "--max-tokens",
-        help="Batch budget: source tokens × beam (a runtime setting, never stored in the model)."),
-    json_out: bool = typer.Option(False, "--json", help="JSON lines: text, score, tokens, alignment."),
-    alignment: bool = typer.Option(False, "--alignment", help="Append TAB + Pharaoh subword alignment i-j."),
-    attention_plot: str | None = typer.Option(None, "--attention-plot",
-        help="Write attention heatmaps (PNG) here."),
-    attention_plot_max: int = typer.Option(0, "--attention-plot-max",
-        help="Plot only the first K sentences (0 = all)."),
-    attention_layer: int = typer.Option(-1, "--attention-layer",
-        help="Decoder layer of the attention (-1 = last)."),
-    attention_head: str = typer.Option("avg", "--attention-head", help="Head number or avg."),
-    ensemble: list[Path] = typer.Option([], "--ensemble",
-        help="Another model dir to ensemble with (repeatable)."),
-    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:N, mps."),
-    int8: bool = typer.Option(False, "--int8", help="Dynamic int8 quantization of linear layers (CPU)."),
-    precision: str = typer.Option("auto", "--precision",
-        help="auto, fp32, bf16 or fp16 (auto: bf16 on GPUs and on CPUs with native bf16, else fp32)."),
-    threads: int = typer.Option(0, "--threads", help="CPU threads (0 = all allowed cores)."),
-    set: list[str] = typer.Option([], "--set",
-        help="Override a decoding key, e.g. --set decoding.beam_size=4."),
-    resume: bool = typer.Option(False, "--resume",
-        help="Continue a partial OUTPUT (checked to be a prefix) from the next input line."),
-    shard: str | None = typer.Option(None, "--shard",
-        help="K/N: translate only shard K of N (merge the outputs with `mtkit merge-shards`)."),
-    engine: str = typer.Option("auto", "--engine",
-        help="auto, torch or ct2 (auto: ct2 for an exported CTranslate2 directory)."),
-) -> None:
-    """Translate text with greedy or beam search (stdin → stdout by default)."""
-    from mtkit.translate import OutputOptions, run_translate
-    from mtkit.translator import LoadOptions, SearchOptions
-
-    overrides = list(set)
-    if greedy and beam not in (None, 1):
-        raise MtkitError("--greedy and --beam conflict: greedy search is beam size 1")
-    for key, value in (("beam_size", 1 if greedy else beam), ("temperature", temperature), ("top_k", top_k),
-                       ("top_p", top_p), ("length_penalty", length_penalty), ("length_norm", length_norm),
-                       ("max_len_a", max_len_a), ("max_len_b", max_len_b), ("min_len", min_len),
-                       ("no_repeat_ngram", no_repeat_ngram)):
-        if value is not None:
-            overrides.append(f"decoding.{key}={value}")
-    load = LoadOptions(device=device, checkpoint=checkpoint, precision=precision, int8=int8, threads=threads,
-                       ensemble=ensemble, engine=engine)
-    search = SearchOptions(overrides=overrides, nbest=nbest, sample=sample, seed=seed,
-                           attention_layer=attention_layer, max_tokens=max_tokens)
-    out = OutputOptions(json=json_out, alignment=alignment, attention_plot=attention_plot,
-                        attention_plot_max=attention_plot_max, attention_head=attention_head,
-                        resume=resume, shard=shard)
-    run_translate(model, input, output, load, search, out)
+app.command("translate")(translate_command)  # `mtkit translate`: options in mtkit/cli_translate.py
 
 
 @app.command("merge-shards")

@@ -39,6 +39,9 @@ class SearchOptions:
     seed: int | None = None
     attention_layer: int = -1
     max_tokens: int = 16000  # batch budget: source subwords × beam (× samples)
+    glossary: str | Path | None = None  # terms the translation must use (mtkit.glossary; torch engine)
+    glossary_ignore_case: bool = False  # match the glossary's source terms in any case
+    soft_bonus: float | None = None  # None: constraints are hard; a number: soft, this bonus per subword
 
 
 __all__ = ["LoadOptions", "SearchOptions"]

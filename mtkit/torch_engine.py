@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from mtkit.config import DecodingConfig
+from mtkit.constrained import constrained_search
 from mtkit.device import decode_dtype, resolve_device, threads
 from mtkit.loader import load_for_decoding
 from mtkit.search import search
@@ -53,12 +54,31 @@ class TorchEngine:
         """Hypotheses (best first, at most ``nbest``) for each source in ``batch`` (subword ids)."""
         if not batch:
             return []
-        src = torch.full((len(batch), max(len(ids) for ids in batch)), PAD_ID, dtype=torch.long)
-        for row, ids in enumerate(batch):
-            src[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+        src = self._padded(batch)
         with threads(self.threads), torch.inference_mode():
             return search(self.model, src.to(self.device), cfg, nbest=nbest, need_attention=need_attention,
                           sample=sample, generator=self.generator, attn_layer=self.attention_layer)
+
+    def search_constrained(self, batch: list[list[int]], cfg: DecodingConfig,
+                           constraints: list[list[list[int]]], nbest: int = 1, need_attention: bool = False,
+                           soft_bonus: float | None = None) -> list[list[Hypothesis]]:
+        """Like ``search``, each output containing its sentence's ``constraints`` (subword runs): hard,
+        or with ``soft_bonus`` a bonus per constraint subword (`mtkit.constrained`)."""
+        if not batch:
+            return []
+        src = self._padded(batch)
+        with threads(self.threads), torch.inference_mode():
+            return constrained_search(self.model, src.to(self.device), cfg, constraints,
+                                      beam_size=cfg.beam_size, nbest=nbest, hard=soft_bonus is None,
+                                      bonus=soft_bonus or 0.0, need_attention=need_attention,
+                                      attn_layer=self.attention_layer)
+
+    @staticmethod
+    def _padded(batch: list[list[int]]) -> torch.Tensor:
+        src = torch.full((len(batch), max(len(ids) for ids in batch)), PAD_ID, dtype=torch.long)
+        for row, ids in enumerate(batch):
+            src[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+        return src
 
 
 __all__ = ["TorchEngine"]

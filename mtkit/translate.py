@@ -38,9 +38,10 @@ SIDECAR = ".shard.json"  # OUT + SIDECAR: written when shard OUT is complete; me
 
 @dataclass
 class OutputOptions:
-    """What `mtkit translate` writes besides the translations' text."""
+    """How `mtkit translate` reads its input, and what it writes besides the translations' text."""
 
     json: bool = False  # JSON lines: text, score, tokens, alignment
+    json_input: bool = False  # input lines are JSON objects: {"text": ..., "constraints": [...]}
     alignment: bool = False  # TAB + Pharaoh subword alignment after each translation
     attention_plot: str | None = None  # directory for attention heatmaps (PNG)
     attention_plot_max: int = 0  # plot only the first K sentences (0 = all)
@@ -188,8 +189,9 @@ def _run_chunks(model: str | Path, load: LoadOptions, search: SearchOptions, out
             for chunk in chunks(chunk_size):
                 index = chunk[0][0]
                 start = (index - shard[0]) // shard[1] if shard else index
-                translations = translator.translate_chunk([line for _, line in chunk], start,
-                                                          need_attention, name)
+                lines, constraints = ([line for _, line in chunk], None) if not out.json_input else \
+                    _json_lines(chunk, name)
+                translations = translator.translate_chunk(lines, start, need_attention, name, constraints)
                 text = []
                 for tr, (i, _) in zip(translations, chunk, strict=True):
                     tr.index = i  # the input line, also in a shard
@@ -205,6 +207,24 @@ def _run_chunks(model: str | Path, load: LoadOptions, search: SearchOptions, out
         if bar is not None:
             bar.stop()
     return count
+
+
+def _json_lines(chunk: list[tuple[int, str]], name: str) -> tuple[list[str], list[list[str]]]:
+    """--json-input: each line {"text": "...", "constraints": ["target string", ...]} (constraints
+    optional); anything else is one error naming the line."""
+    texts, constraints = [], []
+    for i, raw in chunk:
+        try:
+            item = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{name}:{i + 1}: not JSON ({exc.msg})") from None
+        wanted = item.get("constraints", []) if isinstance(item, dict) else None
+        ok = isinstance(wanted, list) and all(isinstance(c, str) for c in wanted)
+        if not ok or not isinstance(item.get("text"), str):
+            raise DataError(f'{name}:{i + 1}: expected {{"text": "...", "constraints": ["...", ...]}}')
+        texts.append(item["text"])
+        constraints.append(wanted)
+    return texts, constraints
 
 
 def _what(input: str, shard: tuple[int, int] | None) -> str:

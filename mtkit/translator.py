@@ -25,7 +25,7 @@ an exported model translates without PyTorch in the process.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ from mtkit.data.batching import pack_sorted
 from mtkit.device import thread_count
 from mtkit.engine import Engine, open_engine, resolve_engine
 from mtkit.errors import ConfigError
+from mtkit.glossary import Glossary, encode_constraints
 from mtkit.options import LoadOptions, SearchOptions
 from mtkit.segment import clean_line, cut_sentence, split_sentences
 from mtkit.textio import warn
@@ -74,6 +75,7 @@ class _Item:
     line: int  # position in the chunk
     segment: int
     ids: list[int]
+    constraints: list[list[int]] = dataclasses.field(default_factory=list)  # target subword runs
 
 
 class Translator:
@@ -122,6 +124,24 @@ class Translator:
         if self.decoding.beam_size < self.nbest and not opts.sample:
             self.decoding.beam_size = self.nbest
         self.max_input_tokens, self._limit_reason = self._input_limit()
+        self.glossary = self._load_glossary(opts)
+
+    def _load_glossary(self, opts: SearchOptions) -> Glossary | None:
+        """The glossary of ``opts`` with its target terms encoded; refused where it cannot apply."""
+        if opts.glossary is None:
+            return None
+        self._check_constrainable("--glossary")
+        glossary = Glossary.from_file(opts.glossary, opts.glossary_ignore_case)
+        glossary.encode_targets(self.tgt_bpe)
+        return glossary
+
+    def _check_constrainable(self, what: str) -> None:
+        if not hasattr(self.backend, "search_constrained"):
+            raise ConfigError(f"{what}: the {self.engine} engine has no constrained decoding (CTranslate2 "
+                              "cannot force terms into its output); translate with the model directory "
+                              "(the torch engine)")
+        if self.sample:
+            raise ConfigError(f"{what} does not combine with --sample (constraints need a search)")
 
     def _check_attention_layer(self, layer: int) -> None:
         m = self.config.model
@@ -175,14 +195,27 @@ class Translator:
             yield from self.translate_chunk(chunk, start, need_attention, name)
 
     def translate_chunk(self, lines: list[str], start: int = 0, need_attention: bool = False,
-                        name: str = "<input>") -> list[Translation]:
-        """Translations of ``lines``, numbered from ``start`` (the index of the first in the input)."""
+                        name: str = "<input>", constraints: Sequence[Sequence[str]] | None = None
+                        ) -> list[Translation]:
+        """Translations of ``lines``, numbered from ``start`` (the index of the first in the input).
+        ``constraints``: per line, target strings its translation must contain (JSON input); such a
+        line is translated as one sentence, so that a constraint may fall anywhere in it."""
         cleaned = [clean_line(line) for line in lines]
         out = [Translation(start + i, text) for i, text in enumerate(cleaned)]
         todo = [i for i, text in enumerate(cleaned) if text]
         if not todo:
             return out
-        sentences = [(i, s) for i in todo for s in split_sentences(cleaned[i])]
+        forced: dict[int, list[list[int]]] = {}
+        if constraints is not None:
+            if len(constraints) != len(lines):
+                raise ValueError(f"{len(constraints)} constraint lists for {len(lines)} lines")
+            wanted = [(i, c) for i, c in enumerate(constraints) if c and cleaned[i]]
+            if wanted:
+                self._check_constrainable("constraints")
+            forced = {i: encode_constraints(list(c), self.tgt_bpe, f"{name}:{start + i + 1}")
+                      for i, c in wanted}
+        sentences = [(i, s) for i in todo
+                     for s in ([cleaned[i]] if i in forced else split_sentences(cleaned[i]))]
         encoded = self.src_bpe.encode_ids([s for _, s in sentences])
         items: list[_Item] = []
         parts: dict[int, int] = {}  # line → its pieces so far
@@ -192,8 +225,10 @@ class Translator:
             if len(ids) > self.max_input_tokens:
                 segments = cut_sentence(text, ids, self.src_bpe, self.max_input_tokens)
                 long.setdefault(i, []).append(len(ids))
-            for seg in filter(None, segments):
-                items.append(_Item(i, parts.get(i, 0), seg))
+            for n, seg in enumerate(filter(None, segments)):
+                items.append(_Item(i, parts.get(i, 0), seg, self._constraints_of(
+                    text if len(segments) == 1 else self.src_bpe.decode_ids([seg])[0],
+                    forced.get(i) if n == 0 else None)))
                 parts[i] = parts.get(i, 0) + 1
         for i, lengths in long.items():
             what = (f"a sentence of {lengths[0]} subwords is" if len(lengths) == 1 else
@@ -209,19 +244,36 @@ class Translator:
             out[i].hypotheses = self._candidates(parts, need_attention)
         return out
 
+    def _constraints_of(self, text: str, forced: list[list[int]] | None) -> list[list[int]]:
+        """A piece's constraints: the glossary's terms found in its text, and the line's own (JSON
+        input; they go with its first piece)."""
+        found = self.glossary.constraints(text) if self.glossary is not None else []
+        return found + [c for c in forced or [] if c not in found]
+
     def _search_items(self, items: list[_Item], need_attention: bool) -> list[list[Hypothesis]]:
-        """Search every item in length-sorted token-budget batches; results in item order."""
-        if not items:
-            return []
-        lengths = np.array([len(it.ids) for it in items], dtype=np.int64)
-        order = np.argsort(lengths, kind="stable")
-        budget = max(1, self.max_tokens // self.rows_per_sentence)
+        """Search every item in length-sorted token-budget batches; results in item order. Items with
+        constraints are searched apart (the constrained search, with its wider beam)."""
         results: list[list[Hypothesis]] = [[] for _ in items]
-        for batch in pack_sorted(order, lengths, budget):
-            found = self.backend.search([items[i].ids for i in batch.tolist()], self.decoding, self.nbest,
-                                        need_attention, self.sample)
-            for idx, h in zip(batch.tolist(), found, strict=True):
-                results[idx] = h
+        for constrained in (False, True):
+            chosen = [n for n, it in enumerate(items) if bool(it.constraints) == constrained]
+            if not chosen:
+                continue
+            lengths = np.array([len(items[n].ids) for n in chosen], dtype=np.int64)
+            order = np.argsort(lengths, kind="stable")
+            rows = self.rows_per_sentence
+            if constrained:
+                rows = max(rows, 1 + max(len(items[n].constraints) for n in chosen))
+            for batch in pack_sorted(order, lengths, max(1, self.max_tokens // rows)):
+                picked = [chosen[j] for j in batch.tolist()]
+                ids = [items[n].ids for n in picked]
+                if constrained:
+                    found = self.backend.search_constrained(  # type: ignore[attr-defined]
+                        ids, self.decoding, [items[n].constraints for n in picked], self.nbest,
+                        need_attention, self.search_options.soft_bonus)
+                else:
+                    found = self.backend.search(ids, self.decoding, self.nbest, need_attention, self.sample)
+                for n, hyps in zip(picked, found, strict=True):
+                    results[n] = hyps
         return results
 
     def _candidates(self, parts: list[tuple[list[int], list[Hypothesis]]],

@@ -270,6 +270,10 @@ def test_options_the_engine_cannot_honour_are_refused(trained, bpe_dir, tmp_path
     two_layers = run_export(random_model(tmp_path / "m", bpe_dir), tmp_path / "ct2")
     with pytest.raises(ConfigError, match="--attention-layer 0"):
         exact(two_layers, attention_layer=0)
+    terms = tmp_path / "terms.tsv"
+    terms.write_text("a\tb\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="--glossary: the ct2 engine has no constrained decoding"):
+        exact(exported, glossary=terms)
 
 
 @needs_ct2

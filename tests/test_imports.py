@@ -25,7 +25,7 @@ MAX_LINES = 420
 STAGES = ("mtkit.prepare", "mtkit.train", "mtkit.translate", "mtkit.score", "mtkit.average",
           "mtkit.export", "mtkit.serve")
 #: floor 1: parses options and calls one stage; it alone may import stages
-CLI = ("mtkit.cli", "mtkit.cli_serve", "mtkit.__main__")
+CLI = ("mtkit.cli", "mtkit.cli_serve", "mtkit.cli_translate", "mtkit.__main__")
 #: imported by mtkit.models / mtkit.search they would make every model user pay for the CLI stack
 HEAVY = ("sentencepiece", "sacrebleu", "rich", "typer")
 

@@ -129,3 +129,21 @@ show:
 
 clean:
 	rm -rf $(WORK)
+
+# ------------------------------------------------------------------------------------------ glossary
+# The glossary experiment (recipes/glossary.py, docs/translate.md#glossaries): a glossary built from the
+# training data, then the test lines that contain one of its terms translated with the transformer
+# without and with it (beam BEAM): term use, BLEU, chrF and speed in work/glossary/compare.txt.
+.PHONY: glossary
+glossary: $(WORK)/glossary/compare.txt
+
+$(WORK)/glossary.tsv: $(LINKS)/train.$(SRC).gz $(LINKS)/train.$(TGT).gz $(RECIPE_DIR)/../glossary.py
+	$(PYTHON) $(RECIPE_DIR)/../glossary.py build --src $(LINKS)/train.$(SRC).gz --tgt $(LINKS)/train.$(TGT).gz -o $@
+
+$(WORK)/glossary/compare.txt: $(WORK)/glossary.tsv $(STAMPS)/transformer.trained $(LINKS)/test.$(SRC) $(LINKS)/test.$(TGT)
+	@mkdir -p $(@D)
+	$(PYTHON) $(RECIPE_DIR)/../glossary.py compare --model $(WORK)/transformer --glossary $< \
+	    --src $(LINKS)/test.$(SRC) --ref $(LINKS)/test.$(TGT) --work $(@D) --mtkit "$(MTKIT)" \
+	    --translate-args "--beam $(BEAM) --device $(DEVICE)" --json $(@D)/compare.json > $@.tmp
+	@mv $@.tmp $@
+	@cat $@

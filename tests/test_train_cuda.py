@@ -16,7 +16,7 @@ from mtkit.device import DistInfo
 from mtkit.train.trainer import Trainer, train
 
 sys.path.insert(0, str(Path(__file__).parent))
-from train_helpers import make_data_dir, tiny_config  # noqa: E402
+from train_helpers import make_data_dir, straight_and_resumed, tiny_config  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -77,14 +77,7 @@ def test_steady_state_updates_never_wait_for_the_host(data, tmp_path):
     work = trainer._work(trainer.state.epoch, trainer.state.batch)
     batches = [next(work).batches for _ in range(per_epoch)]
     captured = trainer.updater.graphs.captured
-    torch.cuda.synchronize()
-    torch.cuda.set_sync_debug_mode("error")
-    try:
-        for group in batches:
-            trainer._update(group)
-    finally:
-        torch.cuda.set_sync_debug_mode("default")
-    torch.cuda.synchronize()
+    _update_without_sync(trainer, batches)
     assert trainer.updater.graphs.captured == captured
     assert captured <= len(trainer.sampler.shapes(0)) + len(trainer.sampler.shapes(1)) + 1
 
@@ -94,7 +87,11 @@ def test_eager_gpu_updates_do_not_read_back_either(data, tmp_path):
     trainer = _trainer(_config(data, tmp_path / "n", cuda_graphs="off"))
     _run_updates(trainer, 3)
     work = trainer._work(trainer.state.epoch, trainer.state.batch)
-    batches = [next(work).batches for _ in range(10)]
+    _update_without_sync(trainer, [next(work).batches for _ in range(10)])
+
+
+def _update_without_sync(trainer: Trainer, batches: list) -> None:
+    """Run these updates with every host-device synchronisation an error."""
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
@@ -102,16 +99,12 @@ def test_eager_gpu_updates_do_not_read_back_either(data, tmp_path):
             trainer._update(group)
     finally:
         torch.cuda.set_sync_debug_mode("default")
+    torch.cuda.synchronize()
 
 
 def test_graphed_resume_equals_an_uninterrupted_run(data, tmp_path):
-    straight = tmp_path / "straight"
-    train(_config(data, straight, max_steps=80, cuda_graphs="on", save_every=40))
-    split = tmp_path / "split"
-    train(_config(data, split, max_steps=40, cuda_graphs="on", save_every=40))
-    train(_config(data, split, max_steps=80, cuda_graphs="on", save_every=40))
-    a = torch.load(straight / "checkpoint_last.pt", weights_only=True)["model"]
-    b = torch.load(split / "checkpoint_last.pt", weights_only=True)["model"]
+    a, b = straight_and_resumed(lambda d, n: _config(data, d, max_steps=n, cuda_graphs="on", save_every=40),
+                                tmp_path, 80)
     for key in a:
         assert torch.allclose(a[key].float(), b[key].float(), rtol=1e-3, atol=1e-4), key
 

@@ -19,7 +19,7 @@ from mtkit.plots import plot_curves
 from mtkit.train.trainer import train
 
 sys.path.insert(0, str(Path(__file__).parent))
-from train_helpers import make_data_dir, tiny_config  # noqa: E402
+from train_helpers import make_data_dir, straight_and_resumed, tiny_config  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -281,15 +281,10 @@ def test_updates_read_nothing_back_on_the_gpu_path(copy_data, tmp_path, monkeypa
 
 
 def test_bucketed_training_resumes_like_an_uninterrupted_run(copy_data, tmp_path):
-    straight = tmp_path / "straight"
-    train(_config(copy_data, straight, max_steps=40, shape_buckets="on", save_every=20))
-    split = tmp_path / "split"
-    train(_config(copy_data, split, max_steps=20, shape_buckets="on", save_every=20))
-    train(_config(copy_data, split, max_steps=40, shape_buckets="on", save_every=20))
-    a = torch.load(straight / "checkpoint_last.pt", weights_only=True)["model"]
-    b = torch.load(split / "checkpoint_last.pt", weights_only=True)["model"]
+    a, b = straight_and_resumed(lambda d, n: _config(copy_data, d, max_steps=n, shape_buckets="on",
+                                                     save_every=20), tmp_path, 40)
     assert all(torch.equal(a[k], b[k]) for k in a)
-    events = _events(straight, "train")
+    events = _events(tmp_path / "straight", "train")
     assert all(e["mfu"] is None for e in events)  # no peak FLOP/s known for a CPU: no MFU shown
     assert 0 < events[-1]["padding"] < 1
 

@@ -75,3 +75,18 @@ def tiny_config(data_dir: Path, model_dir: Path, arch: str = "transformer", **tr
         "training": train,
         "decoding": {"beam_size": 1, "max_len_a": 1.0, "max_len_b": 5},
     })
+
+
+def straight_and_resumed(config: Any, root: Path, steps: int) -> tuple[dict, dict]:
+    """The weights after ``steps`` updates trained in one run, and in two runs of which the second
+    resumes the first at steps / 2. ``config(model_dir, max_steps)`` makes each run's Config (it
+    should save every steps / 2 updates)."""
+    import torch
+
+    from mtkit.train.trainer import train
+
+    train(config(root / "straight", steps))
+    train(config(root / "split", steps // 2))
+    train(config(root / "split", steps))
+    return tuple(torch.load(root / run / "checkpoint_last.pt", weights_only=True)["model"]  # type: ignore[return-value]
+                 for run in ("straight", "split"))

@@ -36,6 +36,13 @@ def translate_command(
         help="Batch budget: source tokens × beam (a runtime setting, never stored in the model)."),
     json_out: bool = typer.Option(False, "--json", help="JSON lines: text, score, tokens, alignment."),
     alignment: bool = typer.Option(False, "--alignment", help="Append TAB + Pharaoh subword alignment i-j."),
+    scores: bool = typer.Option(False, "--scores",
+        help="Append TAB confidence (0-1) TAB mean log-probability to each translation."),
+    min_confidence: float | None = typer.Option(None, "--min-confidence",
+        help="With --flag-file: list the lines whose confidence is below this (0-1)."),
+    flag_file: str | None = typer.Option(None, "--flag-file",
+        help="Write the lines below --min-confidence here (line TAB confidence TAB source TAB "
+             "translation, least confident first), for review."),
     attention_plot: str | None = typer.Option(None, "--attention-plot",
         help="Write attention heatmaps (PNG) here."),
     attention_plot_max: int = typer.Option(0, "--attention-plot-max",
@@ -86,7 +93,8 @@ def translate_command(
     search = SearchOptions(overrides=overrides, nbest=nbest, sample=sample, seed=seed,
                            attention_layer=attention_layer, max_tokens=max_tokens, glossary=glossary,
                            glossary_ignore_case=glossary_ignore_case, soft_bonus=soft_constraints)
-    out = OutputOptions(json=json_out, alignment=alignment, attention_plot=attention_plot,
+    out = OutputOptions(json=json_out, alignment=alignment, scores=scores, min_confidence=min_confidence,
+                        flag_file=flag_file, attention_plot=attention_plot,
                         attention_plot_max=attention_plot_max, attention_head=attention_head,
                         resume=resume, shard=shard, json_input=json_input)
     run_translate(model, input, output, load, search, out)

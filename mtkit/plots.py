@@ -18,7 +18,7 @@ from torch import Tensor
 from mtkit.checkpoint import METRICS_FILE
 from mtkit.errors import MtkitError
 from mtkit.metrics_log import read_metrics
-from mtkit.translation import select_head
+from mtkit.translation import Translation, select_head
 
 
 def _pyplot() -> Any:
@@ -68,6 +68,17 @@ def plot_attention(attention: Tensor, source_tokens: list[str], target_tokens: l
         plt.close(fig)
     return path
 
+
+
+def plot_translation(tr: Translation, plot_dir: Path, head: int | str, layer: int) -> None:
+    """The heatmap of a translation's best candidate (`mtkit translate --attention-plot`), if it has
+    attention: ``plot_dir``/attention-NNNNNN.png, numbered by input line."""
+    if not tr.hypotheses or tr.hypotheses[0].attention is None:
+        return
+    best = tr.hypotheses[0]
+    label = head_label(head, layer, best.attention.size(0))
+    plot_attention(best.attention, tr.source_tokens, best.tokens, plot_dir / f"attention-{tr.index:06d}.png",
+                   title=f"sentence {tr.index} ({label})", head=head)
 
 def head_label(head: int | str, layer: int, heads: int | None = None) -> str:
     """E.g. "last layer, mean of heads" or "layer 0, head 2" (for plot titles); a model with one

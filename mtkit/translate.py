@@ -28,9 +28,10 @@ from typing import IO, Any
 
 from mtkit.device import dist_info_from_env
 from mtkit.errors import ConfigError, DataError, MtkitError
+from mtkit.review import ReviewList, check_review_options
 from mtkit.streaming import stdin_chunks
 from mtkit.textio import chunked, count_lines, output_file, read_lines, same_file, warn
-from mtkit.translation import OutputFormat, Translation, format_translation
+from mtkit.translation import OutputFormat, format_translation
 from mtkit.translator import LoadOptions, SearchOptions, Translator
 
 SIDECAR = ".shard.json"  # OUT + SIDECAR: written when shard OUT is complete; merge-shards reads it
@@ -43,6 +44,9 @@ class OutputOptions:
     json: bool = False  # JSON lines: text, score, tokens, alignment
     json_input: bool = False  # input lines are JSON objects: {"text": ..., "constraints": [...]}
     alignment: bool = False  # TAB + Pharaoh subword alignment after each translation
+    scores: bool = False  # TAB confidence TAB mean log-probability after each translation
+    min_confidence: float | None = None  # with flag_file: list the lines below this confidence there
+    flag_file: str | None = None
     attention_plot: str | None = None  # directory for attention heatmaps (PNG)
     attention_plot_max: int = 0  # plot only the first K sentences (0 = all)
     attention_head: str = "avg"  # a head number or avg
@@ -106,6 +110,7 @@ def run_translate(model: str | Path, input: str = "-", output: str | None = None
     if out.attention_plot_max < 0:
         raise ConfigError("--attention-plot-max must be 0 (all) or more")
     job = dist_info_from_env()
+    check_review_options(out.flag_file, out.min_confidence, out.resume, out.shard is not None or job.enabled)
     if job.enabled:
         return _run_ranks(model, input, output, load, search, out, job.rank, job.world_size,
                           job.local_rank, job.local_world_size)
@@ -181,6 +186,7 @@ def _run_chunks(model: str | Path, load: LoadOptions, search: SearchOptions, out
     chunk_size = max(1, min(1000, search.max_tokens // max(1, translator.rows_per_sentence)))
     plot_dir = Path(out.attention_plot) if out.attention_plot is not None else None
     count = 0
+    review = ReviewList(out.flag_file, out.min_confidence or 0.0)  # without a flag file: does nothing
     bar, task = _progress_bar(bar_total) if bar_total is not None else (None, None)
     if shard:
         name = f"{name} [shard {shard[0]}/{shard[1]}]"  # warnings then count the shard's lines
@@ -195,14 +201,18 @@ def _run_chunks(model: str | Path, load: LoadOptions, search: SearchOptions, out
                 text = []
                 for tr, (i, _) in zip(translations, chunk, strict=True):
                     tr.index = i  # the input line, also in a shard
-                    text.extend(format_translation(tr, fmt, search.nbest, out.alignment))
+                    text.extend(format_translation(tr, fmt, search.nbest, out.alignment, out.scores))
+                    review.add(tr)
                     if plot_dir is not None and (out.attention_plot_max == 0 or i < out.attention_plot_max):
-                        _plot(tr, plot_dir, head, search.attention_layer)
+                        from mtkit.plots import plot_translation  # matplotlib only when plots are asked for
+
+                        plot_translation(tr, plot_dir, head, search.attention_layer)
                 f.write("".join(line + "\n" for line in text))
                 f.flush()
                 count += len(chunk)
                 if bar is not None:
                     bar.advance(task, len(chunk))
+        review.write()
     finally:
         if bar is not None:
             bar.stop()
@@ -393,7 +403,7 @@ def _barrier(rank: int, world: int) -> None:
             dist.destroy_process_group()
 
 
-# ------------------------------------------------------------------------------------- progress, plots
+# -------------------------------------------------------------------------------------------- progress
 def _progress_bar(total: int) -> tuple[Any, Any]:
     """A rich progress bar on stderr (file input only: a stream has no known length)."""
     from rich.console import Console
@@ -404,17 +414,6 @@ def _progress_bar(total: int) -> tuple[Any, Any]:
     task = bar.add_task("translating", total=total)
     bar.start()
     return bar, task
-
-
-def _plot(tr: Translation, plot_dir: Path, head: int | str, layer: int) -> None:
-    from mtkit.plots import head_label, plot_attention
-
-    if not tr.hypotheses or tr.hypotheses[0].attention is None:
-        return
-    best = tr.hypotheses[0]
-    label = head_label(head, layer, best.attention.size(0))
-    plot_attention(best.attention, tr.source_tokens, best.tokens, plot_dir / f"attention-{tr.index:06d}.png",
-                   title=f"sentence {tr.index} ({label})", head=head)
 
 
 __all__ = ["SIDECAR", "OutputOptions", "merge_shard_outputs", "parse_shard", "read_input", "run_translate"]

@@ -60,6 +60,19 @@ class Candidate:
     alignment: list[tuple[int, int]] | None = None
     attention: Tensor | None = None
 
+    @property
+    def mean_log_prob(self) -> float:
+        """The length-normalised log-probability: ``log_prob`` over the output length, EOS included."""
+        return self.log_prob / (len(self.token_ids) + 1)
+
+    @property
+    def confidence(self) -> float:
+        """The model's confidence in this translation, 0 to 1: exp(mean_log_prob), the geometric mean
+        of the probabilities of its tokens (EOS included). A ranking signal (a lower value is more
+        often a worse translation), not the probability that the translation is right
+        (docs/translate.md#confidence)."""
+        return math.exp(self.mean_log_prob)
+
 
 @dataclass
 class Translation:
@@ -75,6 +88,15 @@ class Translation:
     @property
     def text(self) -> str:
         return self.hypotheses[0].text if self.hypotheses else ""
+
+    @property
+    def confidence(self) -> float:
+        """The best candidate's confidence (1.0 for an empty line, whose empty translation is certain)."""
+        return self.hypotheses[0].confidence if self.hypotheses else 1.0
+
+    @property
+    def mean_log_prob(self) -> float:
+        return self.hypotheses[0].mean_log_prob if self.hypotheses else 0.0
 
 
 OutputFormat = Literal["text", "nbest", "json"]
@@ -137,9 +159,16 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def _scores(confidence: float, mean_log_prob: float) -> str:
+    """The two fields ``--scores`` adds after a translation: confidence and mean log-probability."""
+    return f"\t{confidence:.4f}\t{mean_log_prob:.4f}"
+
+
 def format_translation(tr: Translation, fmt: OutputFormat = "text", nbest: int = 1,
-                       alignment: bool = False) -> list[str]:
-    """The output lines of one input line (one line, or ``nbest`` lines for the n-best format)."""
+                       alignment: bool = False, scores: bool = False) -> list[str]:
+    """The output lines of one input line (one line, or ``nbest`` lines for the n-best format).
+    ``scores``: each translation is followed by TAB confidence TAB mean log-probability (before the
+    alignment); JSON always has both."""
     if fmt == "json":
         return [json.dumps(_json_record(tr, nbest), ensure_ascii=False)]
     if fmt == "nbest":
@@ -149,13 +178,18 @@ def format_translation(tr: Translation, fmt: OutputFormat = "text", nbest: int =
             if hyps:
                 hyp = hyps[min(rank, len(hyps) - 1)]  # pad with the last when fewer were found
                 line = f"{tr.index}\t{hyp.score:.4f}\t{one_line(hyp.text)}"
+                if scores:
+                    line += _scores(hyp.confidence, hyp.mean_log_prob)
                 if alignment:
                     line += "\t" + pharaoh(hyp.alignment or [])
             else:  # empty input line
-                line = f"{tr.index}\t0.0000\t" + ("\t" if alignment else "")
+                line = f"{tr.index}\t0.0000\t" + (_scores(tr.confidence, 0.0) if scores else "")
+                line += "\t" if alignment else ""
             lines.append(line)
         return lines
     text = one_line(tr.text)
+    if scores:
+        text += _scores(tr.confidence, tr.mean_log_prob)
     if alignment:
         best = tr.hypotheses[0].alignment if tr.hypotheses else None
         text += "\t" + pharaoh(best or [])
@@ -168,6 +202,8 @@ def _json_record(tr: Translation, nbest: int) -> dict:
             "text": one_line(h.text),
             "score": _finite(h.score),
             "log_prob": _finite(h.log_prob),
+            "mean_log_prob": _finite(h.mean_log_prob),
+            "confidence": h.confidence,
             "tokens": h.tokens,
             "alignment": pharaoh(h.alignment) if h.alignment is not None else None,
         }
@@ -176,7 +212,8 @@ def _json_record(tr: Translation, nbest: int) -> dict:
     if tr.hypotheses:
         record.update(hyp_record(tr.hypotheses[0]))
     else:
-        record.update({"text": "", "score": 0.0, "log_prob": 0.0, "tokens": [], "alignment": ""})
+        record.update({"text": "", "score": 0.0, "log_prob": 0.0, "mean_log_prob": 0.0, "confidence": 1.0,
+                       "tokens": [], "alignment": ""})
     if nbest > 1:
         record["nbest"] = [hyp_record(h) for h in tr.hypotheses[:nbest]]
     return record

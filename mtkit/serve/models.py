@@ -9,7 +9,6 @@ what `mtkit translate` writes for the same paragraph.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 from mtkit.errors import ConfigError
 from mtkit.segment import clean_line, split_sentences
 from mtkit.serve.batcher import Batcher, Settings
-from mtkit.translation import Candidate, Translation
+from mtkit.translation import Translation
 from mtkit.translator import LoadOptions, SearchOptions, Translator
 
 #: names of the language codes a model's meta.json may carry (others are shown as their code)
@@ -29,12 +28,6 @@ LANGUAGE_NAMES = {
     "nl": "Dutch", "pl": "Polish", "pt": "Portuguese", "ro": "Romanian", "ru": "Russian", "sk": "Slovak",
     "sl": "Slovenian", "sv": "Swedish", "tr": "Turkish", "uk": "Ukrainian", "zh": "Chinese",
 }
-
-
-def confidence(candidate: Candidate) -> float:
-    """The model's confidence in a translation: its length-normalised probability, i.e. the geometric
-    mean of the probabilities of its tokens (EOS included), between 0 and 1."""
-    return math.exp(candidate.log_prob / (len(candidate.token_ids) + 1))
 
 
 @dataclass

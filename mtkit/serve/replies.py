@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from mtkit.serve.models import ServedModel, confidence
+from mtkit.serve.models import ServedModel
 from mtkit.translation import Candidate, Translation
 
 #: one text's sentences with their translations, as the server's `translate` returns them
@@ -59,10 +59,10 @@ def _sentence(source: str, tr: Translation, nbest: int, attention: bool) -> dict
     if not tr.hypotheses:
         return entry
     best = tr.hypotheses[0]
-    entry.update({"confidence": round(confidence(best), 4), "log_prob": round(best.log_prob, 4),
+    entry.update({"confidence": round(best.confidence, 4), "log_prob": round(best.log_prob, 4),
                   "score": round(best.score, 4), "target_tokens": best.tokens})
     if nbest > 1:
-        entry["nbest"] = [{"text": c.text, "score": round(c.score, 4), "confidence": round(confidence(c), 4)}
+        entry["nbest"] = [{"text": c.text, "score": round(c.score, 4), "confidence": round(c.confidence, 4)}
                           for c in tr.hypotheses]
     if attention:
         entry["attention"] = _attention_rows(best)

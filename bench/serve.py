@@ -1,9 +1,11 @@
 """`python bench/run.py --only serve --model DIR`: `mtkit serve` under load (issue #21).
 
 For each model given (a trained directory, and its int8 CTranslate2 export made here when the ct2
-extra is installed), a real `mtkit serve` process is started and a real HTTP load generator (asyncio
-+ httpx, in the bench's process) sends the test set's sentences, one sentence a request, from 1, 8
-and 64 concurrent clients: requests/s (= sentences/s), p50/p95/p99 latency. Beside it, the same
+extra is installed), a real `mtkit serve` process is started and a real HTTP load generator sends the
+test set's sentences, one sentence a request, from 1, 8 and 64 concurrent connections: requests/s (=
+sentences/s), p50/p95/p99 latency. The generator is wrk when it is installed (`apt-get install wrk`:
+C, a small share of a core), else a Python client (asyncio + httpx, in the bench's process), which
+needs ~6 ms of CPU a request — on a 2-core machine a third of what the server could use. Beside it, the same
 sentences through `mtkit translate` on the same engine (the model's time: the whole command minus
 the same command on one empty line), so that "the server reaches X% of offline speed" compares like
 with like. And an idle server's latency for one short sentence (median of 30 sequential requests).
@@ -26,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 CLIENTS = (1, 8, 64)
-REQUESTS = {1: 150, 8: 600, 64: 2000}
+REQUESTS = {1: 150, 8: 600, 64: 2000}  # requests of the Python client (without wrk)
+SECONDS = {1: 10, 8: 15, 64: 20}  # seconds of wrk's load
 SHORT = "Click OK."
 
 
@@ -88,18 +91,76 @@ async def _load(url: str, source: str, target: str, sentences: list[str], client
             "p99_ms": pct(0.99)}
 
 
+_WRK_SCRIPT = """
+local bodies = {}
+for line in io.lines(os.getenv("MTKIT_BODIES")) do bodies[#bodies + 1] = line end
+local i = 0
+request = function()
+  i = i % #bodies + 1
+  return wrk.format("POST", "/translate", {["Content-Type"] = "application/json"}, bodies[i])
+end
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("RESULT %d %d %d %.1f %.1f %.1f\\n", summary.requests, summary.duration,
+    e.connect + e.read + e.write + e.status + e.timeout, latency:percentile(50) / 1000,
+    latency:percentile(95) / 1000, latency:percentile(99) / 1000))
+end
+"""
+
+
+def _load_wrk(url: str, source: str, target: str, sentences: list[str], clients: int, seconds: int,
+              work: Path) -> dict[str, Any]:
+    """The same load from wrk (C, one thread): it needs a small share of a core per request, where
+    the Python client needs ~6 ms of CPU per request, taken from the cores the server runs on."""
+    import json
+
+    bodies = work / "serve-bodies.jsonl"
+    bodies.write_text("".join(json.dumps({"q": s, "source": source, "target": target}) + "\n"
+                              for s in sentences), encoding="utf-8")
+    script = work / "serve-wrk.lua"
+    script.write_text(_WRK_SCRIPT, encoding="utf-8")
+    cmd = ["wrk", "-t1", f"-c{clients}", f"-d{seconds}s", "--timeout", "60s", "-s", str(script), url]
+    run = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, MTKIT_BODIES=str(bodies)))
+    line = next((x for x in run.stdout.splitlines() if x.startswith("RESULT ")), None)
+    if line is None:
+        raise RuntimeError(f"wrk gave no result: {run.stdout[-300:]} {run.stderr[-300:]}")
+    requests, duration_us, errors, p50, p95, p99 = line.split()[1:]
+    wall = int(duration_us) / 1e6
+    return {"clients": clients, "requests": int(requests), "errors": int(errors), "seconds": round(wall, 2),
+            "requests_per_s": round(int(requests) / wall, 1), "p50_ms": float(p50), "p95_ms": float(p95),
+            "p99_ms": float(p99), "generator": "wrk"}
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a running process, all its threads (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children_cpu() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _offline(tools: Any, model: Path, source_file: Path, work: Path, extra: list[str]) -> dict[str, Any]:
     empty = work / "serve-empty.txt"
     empty.write_text("\n", encoding="utf-8")
     base = ["translate", "--model", str(model), *extra]
+    cpu = _children_cpu()
     startup, _ = tools.run_measured(tools.mtkit(*base, "-i", str(empty), "-o", str(work / "serve-empty.out")),
                                     work / "logs" / "serve-offline-startup.log")
+    cpu_startup, cpu = _children_cpu() - cpu, _children_cpu()
     output = work / "serve-offline.out"
     wall, _ = tools.run_measured(tools.mtkit(*base, "-i", str(source_file), "-o", str(output)),
                                  work / "logs" / "serve-offline.log")
+    cpu_model = _children_cpu() - cpu - cpu_startup
     n = tools.count_lines(source_file)
     return {"sentences": n, "command_seconds": round(wall, 2),
-            "model_sentences_per_s": round(n / max(wall - startup, 1e-6), 1)}
+            "model_sentences_per_s": round(n / max(wall - startup, 1e-6), 1),
+            "model_cpu_seconds": round(cpu_model, 1),
+            "sentences_per_cpu_s": round(n / max(cpu_model, 1e-6), 1)}
 
 
 def bench_serve(args: argparse.Namespace, files: dict[str, Path], tools: Any) -> dict[str, Any]:
@@ -143,13 +204,25 @@ def bench_serve(args: argparse.Namespace, files: dict[str, Path], tools: Any) ->
                     {"Content-Type": "application/json"}), timeout=60).read()
                 idle.append(time.perf_counter() - started)
             entry: dict[str, Any] = {"idle_short_sentence_ms": round(1000 * statistics.median(idle[5:]), 1)}
-            entry["load"] = [asyncio.run(_load(url, src, tgt, sentences, c, REQUESTS[c])) for c in CLIENTS]
+            entry["load"] = []
+            for c in CLIENTS:
+                before = _cpu_seconds(proc.pid)
+                if shutil.which("wrk"):
+                    result = _load_wrk(url, src, tgt, sentences, c, SECONDS[c], args.work)
+                else:
+                    result = asyncio.run(_load(url, src, tgt, sentences, c, REQUESTS[c]))
+                spent = _cpu_seconds(proc.pid) - before
+                result.update(server_cpu_seconds=round(spent, 1),
+                              sentences_per_server_cpu_s=round(result["requests"] / max(spent, 1e-6), 1))
+                entry["load"].append(result)
         finally:
             proc.terminate()
             proc.wait(60)
         entry["offline"] = _offline(tools, path, source_file, args.work, extra)
         best = max(r["requests_per_s"] for r in entry["load"])
         entry["server_over_offline"] = round(best / entry["offline"]["model_sentences_per_s"], 3)
+        per_cpu = max(r["sentences_per_server_cpu_s"] for r in entry["load"])
+        entry["server_over_offline_per_cpu_s"] = round(per_cpu / entry["offline"]["sentences_per_cpu_s"], 3)
         results[label] = entry
     shutil.rmtree(args.work / "serve-ct2-int8", ignore_errors=True)
     return results

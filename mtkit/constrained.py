@@ -38,10 +38,12 @@ Constraints = list[list[int]]  # one sentence's constraints: subword sequences
 
 @dataclass(frozen=True)
 class _Progress:
-    """Which constraints a hypothesis has met, and (index, subwords matched) of the one it is in."""
+    """Which constraints a hypothesis has met, (index, subwords matched) of the one it is in, and
+    whether it has just completed one (its next subword must then start a new word)."""
 
     done: frozenset[int] = frozenset()
     current: tuple[int, int] | None = None
+    boundary: bool = False
 
     def met(self, constraints: Constraints) -> int:
         return sum(len(constraints[i]) for i in self.done) + (self.current[1] if self.current else 0)
@@ -64,7 +66,7 @@ class _Progress:
 
     def _advanced(self, i: int, pos: int, constraints: Constraints) -> _Progress:
         if pos == len(constraints[i]):
-            return _Progress(self.done | {i}, None)
+            return _Progress(self.done | {i}, None, boundary=True)
         return _Progress(self.done, (i, pos))
 
 
@@ -81,8 +83,12 @@ def _dead() -> _Beam:
 
 def constrained_search(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, constraints: list[Constraints], *,
                        beam_size: int, nbest: int = 1, hard: bool = True, bonus: float = 0.0,
-                       need_attention: bool = False, attn_layer: int = -1) -> list[list[Hypothesis]]:
-    """Translate ``src`` [B, S] so that sentence b's output contains each of ``constraints[b]``."""
+                       need_attention: bool = False, attn_layer: int = -1,
+                       word_pieces: Tensor | None = None) -> list[list[Hypothesis]]:
+    """Translate ``src`` [B, S] so that sentence b's output contains each of ``constraints[b]``.
+    ``word_pieces`` [V] bool marks the subwords that continue the word before them (no leading ▁):
+    none may follow a completed constraint, so that a term stays a whole word ("Papierkorb" and not
+    "Papierkorbs")."""
     batch, device = src.size(0), src.device
     k = max(beam_size, nbest, 1 + max((len(c) for c in constraints), default=0))
     totals = [sum(len(c) for c in cs) for cs in constraints]
@@ -106,7 +112,7 @@ def constrained_search(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, constra
             if need_attention:
                 attn_hist = _append_attention(attn_hist, attn)
             chosen_rows, chosen_tokens, still = [], [], []
-            cands = _candidates(log_probs, active, beams, constraints, sent_max, t, k, hard)
+            cands = _candidates(log_probs, active, beams, constraints, sent_max, t, k, hard, word_pieces)
             for j, b in enumerate(active):
                 picked = _select(cands[j], beams[b], constraints[b], k, hard, bonus, t >= sent_max[b])
                 for beam_i, _, lp, progress in picked.finished:
@@ -142,7 +148,7 @@ def constrained_search(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, constra
 
 def _candidates(log_probs: Tensor, active: list[int], beams: list[list[_Beam]],
                 constraints: list[Constraints], sent_max: list[int], t: int, k: int,
-                hard: bool) -> list[list[tuple[float, int, int]]]:
+                hard: bool, word_pieces: Tensor | None) -> list[list[tuple[float, int, int]]]:
     """Per active sentence, its candidate extensions (cumulative log-prob, beam, token)."""
     vocab = log_probs.size(-1)
     rows = [beam for b in active for beam in beams[b]]
@@ -152,6 +158,8 @@ def _candidates(log_probs: Tensor, active: list[int], beams: list[list[_Beam]],
         if beam.log_prob == NEG_INF:
             continue
         cs = constraints[active[r // k]]
+        if beam.progress.boundary and word_pieces is not None:
+            cumulative[r].masked_fill_(word_pieces, NEG_INF)
         wanted += [(r, tok) for tok in beam.progress.next_tokens(cs)]
         if hard and cs:
             if len(beam.progress.done) < len(cs):

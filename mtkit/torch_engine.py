@@ -61,17 +61,23 @@ class TorchEngine:
 
     def search_constrained(self, batch: list[list[int]], cfg: DecodingConfig,
                            constraints: list[list[list[int]]], nbest: int = 1, need_attention: bool = False,
-                           soft_bonus: float | None = None) -> list[list[Hypothesis]]:
+                           soft_bonus: float | None = None, word_pieces: Sequence[int] = ()
+                           ) -> list[list[Hypothesis]]:
         """Like ``search``, each output containing its sentence's ``constraints`` (subword runs): hard,
-        or with ``soft_bonus`` a bonus per constraint subword (`mtkit.constrained`)."""
+        or with ``soft_bonus`` a bonus per constraint subword (`mtkit.constrained`). ``word_pieces``:
+        the ids of subwords that continue a word (none may follow a completed constraint)."""
         if not batch:
             return []
         src = self._padded(batch)
+        mask = None
+        if word_pieces:
+            mask = torch.zeros(self.meta.tgt_vocab_size, dtype=torch.bool, device=self.device)
+            mask[torch.tensor(list(word_pieces), device=self.device)] = True
         with threads(self.threads), torch.inference_mode():
             return constrained_search(self.model, src.to(self.device), cfg, constraints,
                                       beam_size=cfg.beam_size, nbest=nbest, hard=soft_bonus is None,
                                       bonus=soft_bonus or 0.0, need_attention=need_attention,
-                                      attn_layer=self.attention_layer)
+                                      attn_layer=self.attention_layer, word_pieces=mask)
 
     @staticmethod
     def _padded(batch: list[list[int]]) -> torch.Tensor:

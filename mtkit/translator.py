@@ -124,6 +124,7 @@ class Translator:
         if self.decoding.beam_size < self.nbest and not opts.sample:
             self.decoding.beam_size = self.nbest
         self.max_input_tokens, self._limit_reason = self._input_limit()
+        self._continuations: list[int] | None = None
         self.glossary = self._load_glossary(opts)
 
     def _load_glossary(self, opts: SearchOptions) -> Glossary | None:
@@ -134,6 +135,14 @@ class Translator:
         glossary = Glossary.from_file(opts.glossary, opts.glossary_ignore_case)
         glossary.encode_targets(self.tgt_bpe)
         return glossary
+
+    def _word_pieces(self) -> list[int]:
+        """Target subwords that continue the word before them (no leading ▁, a letter or digit first):
+        none may follow a completed constraint, so that a term stays a whole word."""
+        if self._continuations is None:
+            pieces = self.tgt_bpe.id_to_piece(list(range(len(self.tgt_bpe))))
+            self._continuations = [i for i, p in enumerate(pieces) if p[:1].isalnum()]
+        return self._continuations
 
     def _check_constrainable(self, what: str) -> None:
         if not hasattr(self.backend, "search_constrained"):
@@ -269,7 +278,7 @@ class Translator:
                 if constrained:
                     found = self.backend.search_constrained(  # type: ignore[attr-defined]
                         ids, self.decoding, [items[n].constraints for n in picked], self.nbest,
-                        need_attention, self.search_options.soft_bonus)
+                        need_attention, self.search_options.soft_bonus, self._word_pieces())
                 else:
                     found = self.backend.search(ids, self.decoding, self.nbest, need_attention, self.sample)
                 for n, hyps in zip(picked, found, strict=True):

@@ -116,3 +116,24 @@ def test_soft_constraints_are_a_bonus_not_a_rule(model):
     assert [h[0].tokens for h in none] == [h[0].tokens for h in plain]  # no bonus: the plain beam
     strong = constrained_search(model, _src(SOURCES), CFG, [run] * 5, beam_size=4, hard=False, bonus=50.0)
     assert all(_contains(h[0].tokens, run[0]) for h in strong)
+
+
+def test_no_subword_continues_a_word_after_a_completed_constraint(model):
+    """With ``word_pieces`` (subwords that glue onto the word before them) a term stays a whole word:
+    what follows a completed constraint is never one of them."""
+    gluing = torch.zeros(VOCAB, dtype=torch.bool)
+    gluing[4:VOCAB:2] = True  # every other real token "continues a word"
+    run = [5, 7]
+    free = constrained_search(model, _src(SOURCES), CFG, [[run]] * 5, beam_size=4)
+    bounded = constrained_search(model, _src(SOURCES), CFG, [[run]] * 5, beam_size=4, word_pieces=gluing)
+
+    def followers(found):
+        out = []
+        for hyps in found:
+            tokens = hyps[0].tokens
+            out += [tokens[i + 2] for i in range(len(tokens) - 2) if tokens[i:i + 2] == run]
+        return out
+
+    assert all(_contains(h[0].tokens, run) for h in bounded)
+    assert not any(gluing[t] for t in followers(bounded))
+    assert any(gluing[t] for t in followers(free)), "the fixture never glues: the test would prove nothing"

@@ -322,7 +322,12 @@ def test_sigterm_finishes_the_requests_in_flight_then_exits(models, reference):
         worker = threading.Thread(target=lambda: result.update(
             _post(f"{server.url}/translate", {"q": texts, "source": "en", "target": "de"})))
         worker.start()
-        time.sleep(0.5)  # the request is in, its sentences queued
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # until the request is in and its sentences queued
+            models = json.loads(urllib.request.urlopen(f"{server.url}/v1/models", timeout=10).read())
+            if models[0]["queued_sentences"] + models[0]["translating_sentences"] > 0:
+                break
+            time.sleep(0.02)
         server.proc.send_signal(signal.SIGTERM)
         worker.join(120)
         code = server.proc.wait(60)

@@ -252,7 +252,8 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
     @app.get("/v1/models")
     async def list_models() -> list[dict[str, Any]]:
         return [{"name": m.name, "source": m.source, "target": m.target, "engine": m.engine,
-                 "beam_size": m.default_beam, "queued_sentences": m.batcher.queued_sentences}
+                 "beam_size": m.default_beam, "queued_sentences": m.batcher.queued_sentences,
+                 "translating_sentences": m.batcher.stats.translating}
                 for m in models.models.values()]
 
     @app.get("/health")

@@ -58,6 +58,7 @@ class BatchStats:
     sentences: int = 0
     jobs: int = 0
     skipped: int = 0
+    translating: int = 0  # sentences of the batch in the model now
     batch_sizes: collections.deque = field(default_factory=lambda: collections.deque(maxlen=1000))
 
 
@@ -136,12 +137,15 @@ class Batcher:
             if not live:
                 continue
             sentences = [s for job in live for s in job.sentences]
+            self.stats.translating = len(sentences)
             try:
                 results = self.translate(sentences, live[0].settings)
             except BaseException as exc:  # every waiting request learns of it
                 for job in live:
                     job.future.set_exception(exc)
                 continue
+            finally:
+                self.stats.translating = 0
             self.stats.batches += 1
             self.stats.jobs += len(live)
             self.stats.sentences += len(sentences)

@@ -90,6 +90,8 @@ class BpeConfig:
 
 
 RNN: dict[str, Condition] = {"arch": ("rnn",)}
+CE: dict[str, Condition] = {"objective": ("ce",)}
+MRT: dict[str, Condition] = {"objective": ("mrt",)}
 TRANSFORMER: dict[str, Condition] = {"arch": ("transformer",)}
 
 
@@ -206,7 +208,8 @@ class TrainingConfig:
         "(docs/training.md).")
     threads: int = _f(0, "CPU threads for PyTorch (0 = all allowed cores).", 0)
     scheduled_sampling: Literal["none", "linear", "exponential", "inverse_sigmoid"] = _f(
-        "none", "Decay of the probability of feeding the gold previous token (Bengio et al. 2015)."
+        "none", "Decay of the probability of feeding the gold previous token (Bengio et al. 2015).",
+        when=CE,
     )
     ss_k: float = _f(
         2000.0,
@@ -217,8 +220,25 @@ class TrainingConfig:
     ss_min: float = _f(0.75, "Lowest probability of feeding the gold token.", 0, 1,
                        when={"scheduled_sampling": Not("none")})
     diversity_penalty: float = _f(0.0, "Weight of the multi-head diversity penalty ||AA^T - I||^2 (needs "
-                                  "attention weights).", 0, when={"model.attention": Not("none")})
+                                  "attention weights).", 0, when={"model.attention": Not("none"), **CE})
     max_nonfinite: int = _f(5, "Abort after this many consecutive non-finite losses.", 1)
+    # minimum risk training (docs/training.md#minimum-risk-training)
+    objective: Literal["ce", "mrt"] = _f(
+        "ce", "What an update minimises: ce = label-smoothed cross-entropy of the reference; mrt = minimum "
+        "risk training (Shen et al. 2016): the expected cost of the model's own candidates (+ mrt_ce_weight "
+        "× ce); start it from a trained model (init_from).")
+    mrt_candidates: int = _f(8, "Candidates generated per source sentence (duplicates dropped).", 2, when=MRT)
+    mrt_search: Literal["sample", "beam", "both"] = _f(
+        "sample", "How candidates are generated, by mtkit's search with the model being trained: "
+        "sample (ancestral, temperature 1, reseeded from seed, rank and update), beam (the n-best of a "
+        "beam of mrt_candidates), or both (half each, the beam's rounded up).", when=MRT)
+    mrt_alpha: float = _f(0.005, "Sharpness α: candidate weights Q(y|x) ∝ P(y|x)^α, renormalised over a "
+                          "sentence's candidates (P is the sequence probability, EOS included).", 0, when=MRT)
+    mrt_metric: Literal["bleu", "chrf"] = _f(
+        "bleu", "The cost of a candidate: 1 − sentence BLEU/100 (sacrebleu, exponential smoothing, "
+        "effective order) or 1 − sentence chrF/100, against the reference, detokenised.", when=MRT)
+    mrt_ce_weight: float = _f(1.0, "Weight of the reference's label-smoothed cross-entropy (per token) "
+                              "beside the risk (per sentence); 0 = risk alone.", 0, when=MRT)
     # fine-tuning (docs/finetune.md)
     init_from: str = _f("", "Start from a trained model's weights (model dir or checkpoint file), keeping "
                         "its architecture and vocabulary; read when the run starts; recorded as that file.")

@@ -196,6 +196,13 @@ CASES: dict[str, list[Case]] = {
     "training.diversity_penalty": [Case("run", 0.5, view=("events",))],
     # every loss is NaN: the run aborts at the first update instead of skipping two
     "training.max_nonfinite": [Case("nan", 1, expect="stops")],
+    # minimum risk training: two updates of the tiny model, its candidates scored against the references
+    "training.objective": run("mrt"),
+    "training.mrt_candidates": run(3, objective="mrt"),
+    "training.mrt_search": run("beam", objective="mrt"),
+    "training.mrt_alpha": run(0.5, objective="mrt"),
+    "training.mrt_metric": run("chrf", objective="mrt"),
+    "training.mrt_ce_weight": run(0.0, objective="mrt"),
     "training.init_from": run("{parent}"),
     "training.init_from_sha256": [Case("run", "0" * 64, {"training.init_from": "{parent}"},
                                        expect="refused")],

@@ -132,6 +132,7 @@ def cuda_graphs_blocker(cfg: Config, device: torch.device, info: DistInfo, bucke
         (info.enabled, "training runs in several processes (DDP)"),
         (tc.compile, "training.compile is on"),
         (tc.scheduled_sampling != "none", "scheduled sampling decodes on the fly"),
+        (tc.objective == "mrt", "minimum risk training decodes candidates on the fly"),
         (tc.diversity_penalty > 0, "the diversity penalty needs attention weights"),
         (tc.precision == "fp16", "fp16 loss scaling reads its scale back"),
     ]

@@ -1,4 +1,5 @@
-"""Training losses: label-smoothed cross-entropy and the multi-head diversity penalty.
+"""Training losses: label-smoothed cross-entropy, the multi-head diversity penalty, and the per-token
+log-probabilities that minimum risk training sums into sequence probabilities.
 
 Label smoothing (Szegedy et al. 2016). For a target position with gold token y over a vocabulary of
 V entries, the model's distribution p is compared with the smoothed target q:
@@ -209,6 +210,68 @@ def projected_label_smoothed_nll(features: Tensor, weight: Tensor, target: Tenso
     return _ProjectedLabelSmoothedNLL.apply(features, weight, target, epsilon, pad_id, dtype, block_rows,
                                             keep)
 
+
+
+class _ProjectedTokenLogProbs(torch.autograd.Function):
+    """log p(target_n) of ``features @ weightᵀ`` per row n, block by block; the backward computes each
+    block's logits again (nothing of size [N, V] is kept between the passes)."""
+
+    @staticmethod
+    def forward(ctx: Any, features: Tensor, weight: Tensor, target: Tensor, dtype: torch.dtype,
+                block_rows: int) -> Tensor:
+        h, w = features.detach().to(dtype), weight.detach().to(dtype)
+        out = torch.empty(h.size(0), dtype=torch.float32, device=h.device)
+        lse = torch.empty_like(out)
+        for start in range(0, h.size(0), block_rows):
+            rows = slice(start, start + block_rows)
+            z = (h[rows] @ w.t()).float()
+            probs = torch.softmax(z, dim=-1)  # the fast kernel; lse recovered as in _smoothed_loss
+            lse[rows] = z.amax(dim=-1) - probs.amax(dim=-1).log()
+            out[rows] = z.gather(1, target[rows].unsqueeze(1)).squeeze(1) - lse[rows]
+        ctx.save_for_backward(h, w, target, lse)
+        ctx.dtypes, ctx.block_rows = (features.dtype, weight.dtype), block_rows
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor | None, Tensor | None, None, None, None]:
+        h, w, target, lse = ctx.saved_tensors
+        features_learn, weight_learns = ctx.needs_input_grad[:2]
+        grad_h = torch.empty(h.shape, dtype=torch.float32, device=h.device) if features_learn else None
+        grad_w = torch.zeros(w.shape, dtype=torch.float32, device=w.device) if weight_learns else None
+        for start in range(0, h.size(0), ctx.block_rows):
+            rows = slice(start, start + ctx.block_rows)
+            g = grad_out[rows].float()
+            # d log p(y) / dz = onehot(y) − softmax(z), times the incoming gradient of the row
+            grad = torch.exp((h[rows] @ w.t()).float() - lse[rows].unsqueeze(1)).mul_(-g.unsqueeze(1))
+            grad.scatter_add_(1, target[rows].unsqueeze(1), g.unsqueeze(1))
+            grad = grad.to(h.dtype)
+            if grad_h is not None:
+                grad_h[rows] = grad @ w
+            if grad_w is not None:
+                grad_w += grad.t() @ h[rows]
+        features_dtype, weight_dtype = ctx.dtypes
+        return (grad_h.to(features_dtype) if grad_h is not None else None,
+                grad_w.to(weight_dtype) if grad_w is not None else None, None, None, None)
+
+
+def projected_token_log_probs(features: Tensor, weight: Tensor, target: Tensor,
+                              block_rows: int = LOSS_BLOCK_ROWS, drop_padding: bool = True) -> Tensor:
+    """log p(target) at every position of ``target`` [...] (float32, 0 at PAD), differentiable, from
+    the decoder's ``features`` [..., D] and the output projection's ``weight`` [V, D], without the
+    [N, V] logits (the sequence log-probabilities of minimum risk training, `mtkit.train.mrt`).
+    ``drop_padding`` as in ``projected_label_smoothed_nll`` (False on a GPU: no read back)."""
+    shape, dim = target.shape, weight.size(1)
+    kind = features.device.type
+    dtype = torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else weight.dtype
+    target, features = target.reshape(-1), features.reshape(-1, dim)
+    keep = target != PAD_ID
+    if not drop_padding:
+        out = _ProjectedTokenLogProbs.apply(features, weight, target, dtype, block_rows)
+        return (out * keep).view(shape)
+    rows = keep.nonzero().squeeze(1)
+    out = _ProjectedTokenLogProbs.apply(features.index_select(0, rows), weight, target.index_select(0, rows),
+                                        dtype, block_rows)
+    return torch.zeros(target.shape, dtype=out.dtype, device=out.device).index_copy(0, rows, out).view(shape)
 
 def diversity_penalty(attn: Tensor, tgt_mask: Tensor, src_mask: Tensor | None = None) -> Tensor:
     """Summed ‖A Aᵀ − I‖²_F over non-padding target positions (Lin et al. 2017).

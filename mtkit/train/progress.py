@@ -70,6 +70,7 @@ def train_line(event: dict) -> str:
     ppl = event["ppl"] if event["ppl"] is not None else float("nan")
     parts = [f"step {event['step']}", f"epoch {event['epoch']}", f"loss {event['loss']:.3f}",
              f"nll {event['nll']:.3f}", f"ppl {ppl:.2f}", f"lr {event['lr']:.3e}",
+             f"risk {event['risk']:.4f}" if event.get("risk") is not None else "",
              f"{event['tokens_per_s']:,.0f} tgt tok/s",
              f"MFU {100 * event['mfu']:.1f}%" if event.get("mfu") is not None else "",
              f"pad {100 * event['padding']:.1f}%",

@@ -2,9 +2,10 @@
 
 One update = ``update_freq`` token-budget batches, run by `mtkit.train.update.Updater` (forward,
 loss, backward, the divided, clipped, fused Adam step; on a GPU optionally as CUDA graphs, see
-`mtkit.train.graphs`). Nothing is read back from the accelerator per update: loss sums and the
-non-finite counters stay tensors until the next log line. On a GPU the next batches are collated
-and pinned on a background thread (`mtkit.data.prefetch`) while the current update runs.
+`mtkit.train.graphs`; minimum risk training: `mtkit.train.mrt`). Nothing is read back from the
+accelerator per update: loss sums and the non-finite counters stay tensors until the next log line.
+On a GPU the next batches are collated and pinned on a background thread (`mtkit.data.prefetch`)
+while the current update runs.
 
 The position in the data is (epoch, index of the next batch); together with the model, optimizer,
 schedule, RNG states and validation history it goes into ``checkpoint_last.pt``, so a resumed run
@@ -52,11 +53,11 @@ from mtkit.train.distributed import (
 from mtkit.train.flops import peak_flops, update_flops
 from mtkit.train.graphs import use_cuda_graphs, use_shape_buckets
 from mtkit.train.model_dir import write_model_files
+from mtkit.train.mrt import updater_for
 from mtkit.train.progress import TrainingDisplay, train_line, valid_line
 from mtkit.train.runtime import learning_rate_on_device, make_optimizer, release_freed_memory, resident_fields
 from mtkit.train.schedules import LRSchedule
 from mtkit.train.state import TrainState
-from mtkit.train.update import Updater
 from mtkit.train.validation import DevSet, build_dev_set, evaluate
 
 _OUT_OF_MEMORY = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
@@ -143,12 +144,12 @@ class Trainer(Checkpointing):
         if tc.compile:
             self.train_model = torch.compile(self.train_model, dynamic=True)
         self.prefetch = device.type == "cuda"
-        self.peak_flops = peak_flops(torch.cuda.get_device_name(device) if device.type == "cuda" else None,
-                                     self.autocast_dtype is not None)
+        gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None  # MFU: FLOPs are CE's
+        self.peak_flops = None if tc.objective == "mrt" else peak_flops(gpu, self.autocast_dtype is not None)
         if self.graphed:
             learning_rate_on_device(self.optimizer, device)
-        self.updater = Updater(self.model, self.train_model, self.optimizer, self.scaler, tc, info, device,
-                               self.autocast_dtype, self.graphed)
+        self.updater = updater_for(cfg, self.tgt_bpe, self.model, self.train_model, self.optimizer,
+                                   self.scaler, info, device, self.autocast_dtype, self.graphed)
         self.run_totals = [0.0, 0.0, 0.0]  # target tokens, model FLOPs, training seconds of this process
         if info.is_main:
             write_model_files(cfg, self.meta, self.model_dir)
@@ -273,8 +274,8 @@ class Trainer(Checkpointing):
         stats = self.updater.log_sums().double()
         counts = torch.tensor([self.count_tokens, self.count_real, self.count_padded], dtype=torch.float64,
                               device=self.device)
-        stats = all_reduce_sum(torch.cat([stats, counts]), self.info).tolist()
-        loss_sum, nll_sum, ok_tokens, tokens, real, padded = stats
+        stats = all_reduce_sum(torch.cat([counts, stats]), self.info).tolist()
+        tokens, real, padded, loss_sum, nll_sum, ok_tokens, *extra = stats
         seconds = max(1e-9, time.monotonic() - self.log_clock - self.paused)
         nll = nll_sum / ok_tokens if ok_tokens else float("nan")
         flops = self.count_flops * self.info.world_size if self.count_flops is not None else None
@@ -289,7 +290,7 @@ class Trainer(Checkpointing):
             "mfu": None if mfu is None else round(mfu, 5),
             "elapsed": round(self._elapsed(), 2),
         }
-        event.update(resident_fields())
+        event.update({**self.updater.log_fields(extra), **resident_fields()})
         if self.info.is_main:
             assert self.metrics is not None
             self.metrics.write(event)

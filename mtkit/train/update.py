@@ -156,6 +156,11 @@ class Updater:
         for total in (self.log_loss, self.log_nll, self.log_tokens):
             total.zero_()
 
+    def log_fields(self, extra: list[float]) -> dict:
+        """Fields of a log line from the all-reduced sums that ``log_sums`` has beyond its first three
+        (none here; see `mtkit.train.mrt`)."""
+        return {}
+
     def check_nonfinite(self, step: int, report: bool) -> None:
         """Warn about skipped updates (``report``: this rank speaks) and stop a diverged run."""
         total, worst = int(self.nonfinite_total), int(self.nonfinite_worst_run)

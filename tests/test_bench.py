@@ -107,3 +107,26 @@ def test_scale_repeats_the_training_files_once_and_reuses_them(tmp_path: Path) -
     repeated_corpus(files, 3, tmp_path / "x3")  # done before: not written again
     assert made["train_src"].stat().st_mtime_ns == stamp
 
+
+
+def test_gpu_part_compares_the_first_thousand_updates_with_the_next(tmp_path: Path) -> None:
+    sys.path.insert(0, str(SCRIPT.parent))
+    import gpu
+
+    # 10 s at 1,000 tok/s for updates 1-1,000 (two logs), then 10 s at 3,000 tok/s for 1,001-2,000
+    events = [{"event": "train", "step": s, "elapsed": e, "tokens_per_s": r, "mfu": m, "rss_mib": rss}
+              for s, e, r, m, rss in ((500, 4.0, 500.0, 0.01, 900), (1000, 10.0, 1333.3333, 0.02, 950),
+                                      (2000, 20.0, 3000.0, 0.05, 960))]
+    rates = gpu.window_rates(_metrics(tmp_path / "metrics.jsonl", events))
+    assert rates["tok_per_s_1-1000"] == 1000 and rates["tok_per_s_1001-2000"] == 3000
+    assert rates["first_window_over_second"] == pytest.approx(0.333, abs=1e-3)
+    assert rates["tok_per_s_all"] == 2000
+    assert rates["mfu_1001-2000"] == 0.05 and rates["rss_mib_first_log"] == 900
+    skipped = gpu.bench_gpu(type("Args", (), {})(), {}, bench) if not _has_cuda() else None
+    assert skipped is None or "skipped" in skipped
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()

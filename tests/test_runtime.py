@@ -44,3 +44,55 @@ def test_freed_heap_pages_are_handed_back():
     out = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, check=True)
     kept, trimmed = map(float, out.stdout.split())
     assert kept - trimmed > 200, (kept, trimmed)
+
+
+# -------------------------------------------------------------- the optimizer a CUDA graph records
+def test_a_learning_rate_held_in_a_tensor_trains_like_a_float_and_saves_as_one():
+    """CUDA graphs read the LR from a device tensor (learning_rate_on_device) that the trainer
+    fills every update: the same updates as a float LR; a checkpoint holds plain floats, so a run
+    without graphs (or on another device) resumes it exactly."""
+    import torch
+    from torch import nn
+
+    from mtkit.config import TrainingConfig
+    from mtkit.train.runtime import learning_rate_on_device, make_optimizer, plain_optimizer_state
+
+    torch.manual_seed(0)
+    plain_model, tensor_model = nn.Linear(6, 4), nn.Linear(6, 4)
+    tensor_model.load_state_dict(plain_model.state_dict())
+    tc = TrainingConfig(lr=0.01)
+    cpu = torch.device("cpu")
+    plain = make_optimizer(plain_model, tc, cpu)
+    held = make_optimizer(tensor_model, tc, cpu, capturable=True)
+    learning_rate_on_device(held, cpu)
+    x = torch.randn(16, 6)
+
+    def step(model, optimizer, lr):
+        for group in optimizer.param_groups:
+            if isinstance(group["lr"], torch.Tensor):
+                group["lr"].fill_(lr)
+            else:
+                group["lr"] = lr
+        optimizer.zero_grad()
+        model(x).pow(2).mean().backward()
+        optimizer.step()
+
+    for n in range(6):
+        step(plain_model, plain, 0.01 * (n + 1) / 6)
+        step(tensor_model, held, 0.01 * (n + 1) / 6)
+    # (the tensor holds the LR in float32, a float is a double: equal to rounding)
+    pairs = zip(plain_model.parameters(), tensor_model.parameters(), strict=True)
+    assert all(torch.allclose(p, q, rtol=1e-5, atol=1e-7) for p, q in pairs)
+    saved = plain_optimizer_state(held)
+    assert all(type(g["lr"]) is float and not g["capturable"] for g in saved["param_groups"])
+    assert isinstance(held.param_groups[0]["lr"], torch.Tensor)  # the live optimizer keeps its tensor
+    resumed = make_optimizer(plain_model, tc, cpu)
+    resumed.load_state_dict(plain_optimizer_state(plain))
+    continued = nn.Linear(6, 4)
+    continued.load_state_dict(tensor_model.state_dict())
+    again = make_optimizer(continued, tc, cpu)
+    again.load_state_dict(saved)
+    step(plain_model, resumed, 0.005)
+    step(continued, again, 0.005)
+    pairs = zip(plain_model.parameters(), continued.parameters(), strict=True)
+    assert all(torch.allclose(p, q, rtol=1e-5, atol=1e-7) for p, q in pairs)

@@ -34,6 +34,10 @@ def serve_command(
     cors_origin: list[str] = typer.Option(
         [], "--cors-origin", help="Allow browser requests from this origin (repeatable; * = any)."),
     log_level: str = typer.Option("warning", "--log-level", help="uvicorn's: warning, info, debug."),
+    glossary: Path | None = typer.Option(None, "--glossary",
+                                         help="Terms every translation must use (source TAB target a line)."),
+    glossary_ignore_case: bool = typer.Option(False, "--glossary-ignore-case",
+                                              help="Match the glossary's source terms in any case."),
 ) -> None:
     """Serve models over HTTP: LibreTranslate's API, mtkit's /v1 API and a web page at /."""
     from mtkit.serve import ServeOptions
@@ -44,5 +48,6 @@ def serve_command(
                        engine=engine)
     options = ServeOptions(host=host, port=port, max_wait_ms=max_wait_ms, max_batch_sentences=max_batch,
                            queue_sentences=queue, char_limit=char_limit, max_body=max_body, timeout=timeout,
-                           api_keys=api_keys, cors_origins=cors_origin, log_level=log_level)
+                           api_keys=api_keys, cors_origins=cors_origin, log_level=log_level,
+                           glossary=glossary, glossary_ignore_case=glossary_ignore_case)
     run_server(model, load, options)

@@ -228,14 +228,14 @@ def test_cors_is_off_unless_an_origin_is_allowed(models, client):
 
 
 # -------------------------------------------------------------------------------- the queue, batching
-def _echo(sentences: list[str], settings: Settings) -> list[Translation]:
+def _echo(sentences: list[str], settings: Settings, constraints=None) -> list[Translation]:
     return [Translation(0, s.upper()) for s in sentences]
 
 
 def test_concurrent_jobs_share_batches_and_each_gets_its_own_answer():
     seen: list[int] = []
 
-    def record(sentences, settings):
+    def record(sentences, settings, constraints=None):
         seen.append(len(sentences))
         return _echo(sentences, settings)
 
@@ -252,7 +252,7 @@ def test_jobs_with_other_settings_never_share_a_batch():
     batches: list[set[Settings]] = []
     release = threading.Event()
 
-    def record(sentences, settings):
+    def record(sentences, settings, constraints=None):
         release.wait(5)
         batches.append({settings})
         return _echo(sentences, settings)
@@ -268,7 +268,7 @@ def test_jobs_with_other_settings_never_share_a_batch():
 
 def test_a_full_queue_refuses_at_once_and_the_server_says_503(models, monkeypatch):
     gate = threading.Event()
-    batcher = Batcher(lambda s, st: (gate.wait(10), _echo(s, st))[1], max_wait=0, capacity=3)
+    batcher = Batcher(lambda s, st, c: (gate.wait(10), _echo(s, st))[1], max_wait=0, capacity=3)
     batcher.submit(["a"], Settings(1))  # taken by the worker, which waits at the gate
     time.sleep(0.1)
     batcher.submit(["b", "c", "d"], Settings(1))
@@ -289,7 +289,7 @@ def test_a_request_that_waits_too_long_gets_503(models, monkeypatch):
     with TestClient(app) as client:
         model = app.state.models.models["en-de"]
         real = model.batcher.translate
-        monkeypatch.setattr(model.batcher, "translate", lambda s, st: (time.sleep(1), real(s, st))[1])
+        monkeypatch.setattr(model.batcher, "translate", lambda s, st, c: (time.sleep(1), real(s, st, c))[1])
         reply = client.post("/translate", json={"q": "tea", "source": "en", "target": "de"})
         assert reply.status_code == 503 and "longer than 0.2 s" in reply.json()["error"]
 
@@ -342,3 +342,24 @@ def test_the_cli_refuses_what_it_cannot_serve(tmp_path):
     helped = subprocess.run([sys.executable, "-m", "mtkit", "serve", "--help"], capture_output=True,
                             text=True, timeout=120)
     assert "127.0.0.1" in helped.stdout and "--api-keys" in helped.stdout
+
+
+# ---------------------------------------------------------------------------------------- glossaries
+def test_a_served_glossary_and_per_request_constraints(models, tmp_path):
+    terms = tmp_path / "terms.tsv"
+    terms.write_text("house\tstone table\n", encoding="utf-8")
+    app = build_app([models["de"]], EXACT, ServeOptions(glossary=terms))
+    with TestClient(app) as client:
+        reply = client.post("/translate", json={"q": "the house is small", "source": "en", "target": "de"})
+        assert "stone table" in reply.json()["translatedText"]
+        data = client.post("/v1/translate", json={"text": ["we like green tea", "a cat"], "model": "en-de",
+                                                  "constraints": [["river light"], []]}).json()
+        first, second = data["translations"]
+        assert "river light" in first["text"]
+        plain = client.post("/v1/translate", json={"text": "a cat", "model": "en-de"}).json()
+        assert second["text"] == plain["translations"][0]["text"]
+        bad = client.post("/v1/translate",
+                          json={"text": ["a", "b"], "model": "en-de", "constraints": [["x"]]})
+        assert bad.status_code == 422 and "one list of strings per text" in bad.json()["error"]
+        unknown = client.post("/v1/translate", json={"text": "a", "model": "en-de", "constraints": ["木"]})
+        assert unknown.status_code == 400 and "cannot encode" in unknown.json()["error"]

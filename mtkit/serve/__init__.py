@@ -34,6 +34,8 @@ class ServeOptions:
     api_keys: Path | None = None
     cors_origins: list[str] = field(default_factory=list)
     log_level: str = "warning"
+    glossary: Path | None = None  # terms every translation must use (mtkit.glossary)
+    glossary_ignore_case: bool = False
 
 
 def build_app(models: list[Path], load: LoadOptions, options: ServeOptions):  # -> FastAPI
@@ -54,7 +56,8 @@ def build_app(models: list[Path], load: LoadOptions, options: ServeOptions):  # 
             raise ConfigError(f"{what} must be positive, not {value}")
     keys = KeyRing.from_file(options.api_keys) if options.api_keys is not None else KeyRing()
     model_set = ModelSet(models, load, options.max_wait_ms / 1000, options.max_batch_sentences,
-                         options.queue_sentences)
+                         options.queue_sentences, glossary=options.glossary,
+                         glossary_ignore_case=options.glossary_ignore_case)
     settings = ServerSettings(char_limit=options.char_limit, max_body=options.max_body,
                               timeout=options.timeout, cors_origins=list(options.cors_origins))
     return create_app(model_set, settings, keys)

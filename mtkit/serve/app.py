@@ -30,6 +30,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from mtkit.errors import MtkitError
 from mtkit.serve.batcher import QueueFull, Settings
 from mtkit.serve.metrics import ServerMetrics
 from mtkit.serve.models import ModelSet, ServedModel, sentences_of
@@ -78,6 +79,7 @@ class V1Request(BaseModel):
     beam_size: int | None = Field(None, ge=1)
     nbest: int = Field(1, ge=1)
     attention: bool = False
+    constraints: list[str] | list[list[str]] | None = None  # per text: target strings it must contain
     api_key: str | None = None
 
 
@@ -168,12 +170,17 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
             raise HTTPError(400, f"Invalid request: request ({chars}) exceeds text limit "
                                  f"({settings.char_limit})")
 
-    async def translate(model: ServedModel, texts: list[str], run: Settings) -> list[list[Any]]:
-        """Each text's sentences with their translations, all of one request in one job."""
-        per_text = [sentences_of(t) for t in texts]
+    async def translate(model: ServedModel, texts: list[str], run: Settings,
+                        constraints: list[list[str]] | None = None) -> list[list[Any]]:
+        """Each text's sentences with their translations, all of one request in one job. A text with
+        constraints is one sentence (as a JSON input line of `mtkit translate`)."""
+        wanted = constraints or [[] for _ in texts]
+        per_text = [[" ".join(t.split())] if c and t.strip() else sentences_of(t)
+                    for t, c in zip(texts, wanted, strict=True)]
         flat = [s for sentences in per_text for s in sentences]
+        flat_constraints = [c for sentences, c in zip(per_text, wanted, strict=True) for _ in sentences]
         try:
-            future = model.batcher.submit(flat, run)
+            future = model.batcher.submit(flat, run, flat_constraints if constraints else None)
         except QueueFull as exc:
             raise HTTPError(503, f"the server is busy: {exc}; try again shortly",
                             {"Retry-After": "1"}) from None
@@ -235,7 +242,19 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
         if beam > settings.max_beam or req.nbest > settings.max_nbest:
             raise HTTPError(422, f"beam_size is at most {settings.max_beam} and nbest at most "
                                  f"{settings.max_nbest}")
-        done = await translate(model, texts, Settings(max(beam, req.nbest), req.nbest, req.attention))
+        constraints = req.constraints
+        if constraints is not None and isinstance(req.text, str):
+            if constraints and not all(isinstance(c, str) for c in constraints):
+                raise HTTPError(422, "constraints: a list of strings for one text")
+            constraints = [constraints]  # type: ignore[list-item]
+        elif constraints is not None and (len(constraints) != len(texts)
+                                          or not all(isinstance(c, list) for c in constraints)):
+            raise HTTPError(422, "constraints: one list of strings per text")
+        try:
+            done = await translate(model, texts, Settings(max(beam, req.nbest), req.nbest, req.attention),
+                                   constraints)  # type: ignore[arg-type]
+        except MtkitError as exc:  # a constraint the model cannot write, or an engine without constraints
+            raise HTTPError(400, str(exc)) from None
         return JSONResponse(v1_reply(req.text, done, model, max(beam, req.nbest), req.nbest, req.attention))
 
     @app.get("/languages")

@@ -43,11 +43,12 @@ class Settings:
 class Job:
     sentences: list[str]
     settings: Settings
+    constraints: list[list[str]] | None = None  # per sentence: target strings it must contain
     future: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
     queued_at: float = field(default_factory=time.monotonic)
 
 
-TranslateFn = Callable[[list[str], Settings], list[Translation]]
+TranslateFn = Callable[[list[str], Settings, "list[list[str]] | None"], list[Translation]]
 
 
 @dataclass
@@ -81,9 +82,11 @@ class Batcher:
     def queued_sentences(self) -> int:
         return self._queued
 
-    def submit(self, sentences: list[str], settings: Settings) -> concurrent.futures.Future:
-        """Queue ``sentences``; the future's result is one Translation per sentence, in order."""
-        job = Job(list(sentences), settings)
+    def submit(self, sentences: list[str], settings: Settings,
+               constraints: list[list[str]] | None = None) -> concurrent.futures.Future:
+        """Queue ``sentences`` (with ``constraints``: per sentence, target strings its translation must
+        contain); the future's result is one Translation per sentence, in order."""
+        job = Job(list(sentences), settings, constraints)
         if not job.sentences:
             job.future.set_result([])
             return job.future
@@ -137,9 +140,12 @@ class Batcher:
             if not live:
                 continue
             sentences = [s for job in live for s in job.sentences]
+            constraints = None
+            if any(job.constraints for job in live):
+                constraints = [c for job in live for c in (job.constraints or [[] for _ in job.sentences])]
             self.stats.translating = len(sentences)
             try:
-                results = self.translate(sentences, live[0].settings)
+                results = self.translate(sentences, live[0].settings, constraints)
             except BaseException as exc:  # every waiting request learns of it
                 for job in live:
                     job.future.set_exception(exc)

@@ -47,18 +47,20 @@ class ModelSet:
     """The server's models, keyed by name (the directory's name) and by (source, target)."""
 
     def __init__(self, paths: list[Path], load: LoadOptions, max_wait: float, max_sentences: int,
-                 capacity: int, max_tokens: int = 16000):
+                 capacity: int, max_tokens: int = 16000, glossary: Path | None = None,
+                 glossary_ignore_case: bool = False):
         if not paths:
             raise ConfigError("mtkit serve needs at least one model (-m DIR)")
         self.models: dict[str, ServedModel] = {}
         self.by_pair: dict[tuple[str, str], ServedModel] = {}
         for path in paths:
-            translator = Translator(path, load, SearchOptions(max_tokens=max_tokens))
+            translator = Translator(path, load, SearchOptions(max_tokens=max_tokens, glossary=glossary,
+                                                              glossary_ignore_case=glossary_ignore_case))
             name = self._unique_name(Path(path).resolve().name or "model")
             meta = translator.meta
             served = ServedModel(name, Path(path), translator, None, meta.src_lang, meta.tgt_lang,  # type: ignore[arg-type]
                                  translator.engine, translator.decoding.beam_size)
-            served.batcher = Batcher(lambda s, st, m=served: self._translate(m, s, st), max_wait,
+            served.batcher = Batcher(lambda s, st, c, m=served: self._translate(m, s, st, c), max_wait,
                                      max_sentences, capacity, name)
             pair = (meta.src_lang, meta.tgt_lang)
             if pair in self.by_pair:
@@ -74,12 +76,13 @@ class ModelSet:
         return candidate
 
     @staticmethod
-    def _translate(model: ServedModel, sentences: list[str], settings: Settings) -> list[Translation]:
+    def _translate(model: ServedModel, sentences: list[str], settings: Settings,
+                   constraints: list[list[str]] | None = None) -> list[Translation]:
         """Run in the model's worker thread: the settings apply to this batch alone."""
         tr = model.translator
         tr.nbest = settings.nbest
         tr.decoding.beam_size = max(settings.beam_size, settings.nbest)
-        return tr.translate_chunk(sentences, need_attention=settings.attention)
+        return tr.translate_chunk(sentences, need_attention=settings.attention, constraints=constraints)
 
     def languages(self) -> list[dict[str, Any]]:
         """LibreTranslate's /languages: every source language with the targets it reaches."""

@@ -2,13 +2,14 @@
 
 For each model given (a trained directory, and its int8 CTranslate2 export made here when the ct2
 extra is installed), a real `mtkit serve` process is started and a real HTTP load generator sends the
-test set's sentences, one sentence a request, from 1, 8 and 64 concurrent connections: requests/s (=
-sentences/s), p50/p95/p99 latency. The generator is wrk when it is installed (`apt-get install wrk`:
-C, a small share of a core), else a Python client (asyncio + httpx, in the bench's process), which
-needs ~6 ms of CPU a request — on a 2-core machine a third of what the server could use. Beside it, the same
-sentences through `mtkit translate` on the same engine (the model's time: the whole command minus
-the same command on one empty line), so that "the server reaches X% of offline speed" compares like
-with like. And an idle server's latency for one short sentence (median of 30 sequential requests).
+test set's sentences, one sentence a request, from 1, 8, 64 and 256 concurrent connections:
+requests/s (= sentences/s), p50/p95/p99 latency. The generator is wrk when it is installed
+(`apt-get install wrk`: C, a small share of a core), else a Python client (asyncio + httpx, in the
+bench's process), which needs ~6 ms of CPU a request — on a 2-core machine a third of what the
+server could use. Beside it, the same sentences through `mtkit translate` on the same engine (the
+model's time: the whole command minus the same command on one empty line), so that "the server
+reaches X% of offline speed" compares like with like. And an idle server's latency for one short
+sentence (median of 30 sequential requests).
 
 The load generator shares the machine's cores with the server, as a client on the same host would.
 """
@@ -27,9 +28,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-CLIENTS = (1, 8, 64)
-REQUESTS = {1: 150, 8: 600, 64: 2000}  # requests of the Python client (without wrk)
-SECONDS = {1: 10, 8: 15, 64: 20}  # seconds of wrk's load
+CLIENTS = (1, 8, 64, 256)
+REQUESTS = {1: 150, 8: 600, 64: 2000, 256: 2000}  # requests of the Python client (without wrk)
+SECONDS = {1: 10, 8: 15, 64: 20, 256: 20}  # seconds of wrk's load
 SHORT = "Click OK."
 
 

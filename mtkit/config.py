@@ -229,15 +229,16 @@ class TrainingConfig:
         "× ce); start it from a trained model (init_from).")
     mrt_candidates: int = _f(8, "Candidates generated per source sentence (duplicates dropped).", 2, when=MRT)
     mrt_search: Literal["sample", "beam", "both"] = _f(
-        "sample", "How candidates are generated, by mtkit's search with the model being trained: "
+        "both", "How candidates are generated, by mtkit's search with the model being trained: "
         "sample (ancestral, temperature 1, reseeded from seed, rank and update), beam (the n-best of a "
         "beam of mrt_candidates), or both (half each, the beam's rounded up).", when=MRT)
-    mrt_alpha: float = _f(0.005, "Sharpness α: candidate weights Q(y|x) ∝ P(y|x)^α, renormalised over a "
-                          "sentence's candidates (P is the sequence probability, EOS included).", 0, when=MRT)
+    mrt_alpha: float = _f(1.0, "Sharpness α: candidate weights Q(y|x) ∝ P(y|x)^α, renormalised over a "
+                          "sentence's candidates (P is the sequence probability, EOS included); the risk's "
+                          "gradient scales with it.", 0, when=MRT)
     mrt_metric: Literal["bleu", "chrf"] = _f(
         "bleu", "The cost of a candidate: 1 − sentence BLEU/100 (sacrebleu, exponential smoothing, "
         "effective order) or 1 − sentence chrF/100, against the reference, detokenised.", when=MRT)
-    mrt_ce_weight: float = _f(1.0, "Weight of the reference's label-smoothed cross-entropy (per token) "
+    mrt_ce_weight: float = _f(0.2, "Weight of the reference's label-smoothed cross-entropy (per token) "
                               "beside the risk (per sentence); 0 = risk alone.", 0, when=MRT)
     # fine-tuning (docs/finetune.md)
     init_from: str = _f("", "Start from a trained model's weights (model dir or checkpoint file), keeping "

@@ -99,3 +99,20 @@ def test_review_options_that_cannot_give_one_list_are_refused(model_dir, tmp_pat
     assert proc.returncode != 0 and "Traceback" not in err
     assert "--min-confidence" in err or "--flag-file" in err
     assert not (tmp_path / "F").exists()
+
+
+def test_the_recipes_spearman_gives_ties_their_average_rank():
+    import importlib.util
+
+    import numpy as np
+
+    path = Path(__file__).resolve().parents[1] / "recipes" / "confidence.py"
+    spec = importlib.util.spec_from_file_location("recipe_confidence", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x = np.array([3, 1, 4, 1, 5, 9, 2, 6, 5, 3.0])
+    assert module.ranks(x).tolist() == [4.5, 1.5, 6, 1.5, 7.5, 10, 3, 9, 7.5, 4.5]
+    assert module.spearman(np.arange(10.0), np.arange(10.0) ** 3) == pytest.approx(1.0)
+    figures = module.report(np.array([0.1, 0.9, 0.5, 0.3]), np.array([10.0, 90.0, 40.0, 50.0]), groups=2)
+    assert figures["spearman"] == pytest.approx(0.8)
+    assert [g["mean_chrf"] for g in figures["groups"]] == [30.0, 65.0]

@@ -56,7 +56,7 @@ def test_deb_models_are_the_documented_architectures(recipe: str) -> None:
 # ------------------------------------------------------------------------------------------ Makefiles
 FAKE_MTKIT = r'''
 """Stand-in for `mtkit`: writes what each stage writes, and logs the call."""
-import os, shutil, sys
+import json, os, shutil, sys
 from pathlib import Path
 from mtkit.config import load_config
 
@@ -87,7 +87,12 @@ elif cmd == "train":
     (model / "checkpoint_best.pt").write_text(opt("--max-time", "0"))
 elif cmd == "translate":
     assert Path(opt("--model"), "checkpoint_best.pt").is_file()
-    shutil.copyfile(opt("-i"), opt("-o"))
+    if "--json" in args:  # a record per line, with a made-up confidence
+        lines = Path(opt("-i")).read_text().splitlines()
+        Path(opt("-o")).write_text("".join(json.dumps({"text": t, "confidence": len(t) % 7 / 10}) + "\n"
+                                           for t in lines))
+    else:
+        shutil.copyfile(opt("-i"), opt("-o"))
     if opt("--attention-plot"):
         Path(opt("--attention-plot"), "attention-000000.png").write_bytes(b"png")
 elif cmd == "score":
@@ -183,6 +188,45 @@ def test_deb_recipe_runs_every_stage_once_then_nothing(tmp_path: Path) -> None:
     assert sorted(calls) == sorted(["prepare", "train", "train", *["translate"] * 6, "score"])
     assert (recipe / "work" / "data" / "dev.de").resolve() == moved / "dev.de"
     assert _make(recipe, log, fake, f"DATA={moved}", "TIME=2") == []
+
+
+@needs_make
+def test_deb_mrt_recipe_tunes_two_stages_scores_them_and_reruns_nothing(tmp_path: Path) -> None:
+    recipe = _copy_recipe("deb-en-de", tmp_path)
+    shutil.copy(RECIPES / "confidence.py", recipe.parent / "confidence.py")
+    fake = tmp_path / "fake_mtkit.py"
+    fake.write_text(FAKE_MTKIT)
+    log = tmp_path / "calls.log"
+    data = _fake_corpus(tmp_path, "en", "de")
+
+    def make(*variables: str) -> list[str]:
+        log.write_text("")
+        env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+        proc = subprocess.run(["make", "--no-print-directory", f"MTKIT={sys.executable} {fake}",
+                               f"DATA={data}", "MODELS=transformer", "TIME=1", *variables], cwd=recipe,
+                              env={**env, "FAKE_LOG": str(log)}, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return sorted(line.split()[0] for line in log.read_text().splitlines())
+
+    # the parent and its beam output; two stages of two fine-tunes and theirs; two score tables a stage
+    assert make("mrt") == sorted(["prepare", *["train"] * 5, *["translate"] * 5, *["score"] * 4])
+    scores = (recipe / "work" / "mrt-scores.txt").read_text()
+    hyp = "work/hyp/{}.beam5.de".format
+    for stage in (("transformer", "mrt-control", "mrt"), ("mrt-control", "mrt2-control", "mrt2")):
+        assert "TABLE " + " ".join(map(hyp, stage)) in scores
+        assert "TABLE " + " ".join(map(hyp, stage[1:])) + " work/data/test.de" in scores
+    assert scores.count("ratio = ") == 5  # each output's length ratio
+    assert make("mrt") == []
+    # a longer budget: stage 1 resumes, stage 2 starts again from its new parent
+    assert make("mrt", "MRT_TIME=2") == sorted([*["train"] * 4, *["translate"] * 4, *["score"] * 4])
+    assert (recipe / "work" / "mrt" / "checkpoint_best.pt").read_text() == "2"
+    _bump(recipe / "mrt.yaml")  # a new MRT config: that fine-tune alone starts again
+    assert make("mrt", "MRT_TIME=2") == sorted(["train", "translate", *["score"] * 4])
+    _bump(recipe / "mrt-control.yaml")  # a new stage-1 control: it, and stage 2 on top of it
+    assert make("mrt", "MRT_TIME=2") == sorted([*["train"] * 3, *["translate"] * 3, *["score"] * 4])
+    assert make("confidence", "MRT_TIME=2") == ["translate", "translate"]
+    assert "Spearman" in (recipe / "work" / "confidence.txt").read_text()
+    assert make("confidence", "MRT_TIME=2") == []
 
 
 FAKE_APERTIUM = """#!/bin/sh

@@ -187,7 +187,7 @@ def test_config_keys_say_where_each_key_applies() -> None:
     assert applies["model.input_feeding"] == "rnn, attention_style: luong"
     assert applies["training.plateau_factor"] == "schedule: plateau"
     assert applies["training.init_keep"] == "init_from set"
-    assert applies["training.diversity_penalty"] == "model.attention ≠ none (rnn)"
+    assert applies["training.diversity_penalty"] == "model.attention ≠ none (rnn), objective: ce"
     assert not any("[rnn]" in doc or "[transformer]" in doc for *_, doc in describe_keys())  # data now
 
 

@@ -173,7 +173,7 @@ def test_mrt_logs_its_risk_and_refuses_what_it_cannot_do(data, parent, tmp_path)
     with pytest.raises(ConfigError, match="training.scheduled_sampling"):
         tiny_config(data, tmp_path / "x", objective="mrt", scheduled_sampling="linear")
     with pytest.raises(ConfigError, match="training.mrt_alpha"):
-        tiny_config(data, tmp_path / "x", mrt_alpha=1.0)  # objective ce
+        tiny_config(data, tmp_path / "x", mrt_alpha=0.5)  # objective ce
 
 
 def _mtkit_train(config: Path) -> subprocess.Popen:

@@ -125,8 +125,8 @@ def compare(args: argparse.Namespace) -> None:
     work.mkdir(parents=True, exist_ok=True)
     (work / "terms.src").write_text("".join(s + "\n" for s, _, _ in chosen), encoding="utf-8")
     refs = [r for _, r, _ in chosen]
-    results = {"lines": len(chosen), "terms": sum(len(t) for _, _, t in chosen), "glossary": len(glossary.terms),
-               "reference_uses_term": _use(refs, chosen)}
+    results = {"lines": len(chosen), "terms": sum(len(t) for _, _, t in chosen),
+               "glossary": len(glossary.terms), "reference_uses_term": _use(refs, chosen)}
     for name, extra in (("without", []), ("with", ["--glossary", str(args.glossary)])):
         hyp_file = work / f"terms.{name}.hyp"
         seconds = _translate(args, work / "terms.src", hyp_file, extra)

@@ -7,6 +7,8 @@ each process to ``cuda:LOCAL_RANK``. Without those variables training runs as a 
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from datetime import timedelta
 
 import torch
@@ -16,7 +18,7 @@ from mtkit.device import DistInfo, dist_info_from_env
 from mtkit.errors import MtkitError
 
 __all__ = ["DistInfo", "all_reduce_sum", "broadcast_object", "dist_info_from_env", "init_distributed",
-           "shutdown_distributed"]
+           "process_group", "shutdown_distributed"]
 
 
 def init_distributed(info: DistInfo, device: torch.device) -> None:
@@ -32,8 +34,26 @@ def init_distributed(info: DistInfo, device: torch.device) -> None:
         raise MtkitError(f"cannot initialise distributed training ({backend}): {exc}") from None
 
 
-def shutdown_distributed() -> None:
+@contextlib.contextmanager
+def process_group(info: DistInfo, device: torch.device) -> Iterator[None]:
+    """The process group for the length of a run (nothing for a single process)."""
+    init_distributed(info, device)
+    try:
+        yield
+    except BaseException:
+        shutdown_distributed()
+        raise
+    shutdown_distributed(finished=True)
+
+
+def shutdown_distributed(finished: bool = False) -> None:
+    """Tear down the process group. After a finished run every rank first waits for the others:
+    a rank that destroys its gloo group while a peer is still saving the last checkpoint can be
+    aborted by gloo ("terminate called without an active exception"). After an error nobody
+    waits, since the failed rank may never arrive."""
     if dist.is_available() and dist.is_initialized():
+        if finished:
+            dist.barrier()
         dist.destroy_process_group()
 
 

@@ -47,8 +47,7 @@ from mtkit.train.distributed import (
     all_reduce_sum,
     broadcast_object,
     dist_info_from_env,
-    init_distributed,
-    shutdown_distributed,
+    process_group,
 )
 from mtkit.train.flops import peak_flops, update_flops
 from mtkit.train.graphs import use_cuda_graphs, use_shape_buckets
@@ -75,12 +74,9 @@ def train(cfg: Config, resume: bool | None = None) -> None:
         raise MtkitError(f"training.model_dir {model_dir} exists and is not a directory")
     cfg, parent = init_from.resolve(cfg, resume)  # a fine-tune's mistakes surface before any write
     lock = files.locked(model_dir) if info.is_main else contextlib.nullcontext()
-    with lock, threads(thread_count(cfg.training.threads, info.local_world_size)):
-        init_distributed(info, device)
-        try:
-            Trainer(cfg, info, device, resume, parent).run()
-        finally:
-            shutdown_distributed()
+    thread_limit = threads(thread_count(cfg.training.threads, info.local_world_size))
+    with lock, thread_limit, process_group(info, device):
+        Trainer(cfg, info, device, resume, parent).run()
 
 
 @dataclass

@@ -191,7 +191,7 @@ def test_deb_recipe_runs_every_stage_once_then_nothing(tmp_path: Path) -> None:
 
 
 @needs_make
-def test_deb_mrt_recipe_tunes_three_stages_scores_them_and_reruns_nothing(tmp_path: Path) -> None:
+def test_deb_mrt_recipe_tunes_two_stages_scores_them_and_reruns_nothing(tmp_path: Path) -> None:
     recipe = _copy_recipe("deb-en-de", tmp_path)
     shutil.copy(RECIPES / "confidence.py", recipe.parent / "confidence.py")
     fake = tmp_path / "fake_mtkit.py"
@@ -208,34 +208,37 @@ def test_deb_mrt_recipe_tunes_three_stages_scores_them_and_reruns_nothing(tmp_pa
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return sorted(line.split()[0] for line in log.read_text().splitlines())
 
-    # the parent and its beam output; two stages of two fine-tunes, the anneal, a stage of three
-    # fine-tunes, and their outputs; a score table a stage and one more where a stage has a control
-    assert make("mrt") == sorted(["prepare", *["train"] * 9, *["translate"] * 9, *["score"] * 7])
+    # the parent and its beam output; stage 1's two fine-tunes, the anneal, stage 2's three fine-tunes,
+    # and their outputs; six score tables
+    assert make("mrt") == sorted(["prepare", *["train"] * 7, *["translate"] * 7, *["score"] * 6])
     scores = (recipe / "work" / "mrt-scores.txt").read_text()
     hyp = "work/hyp/{}.beam5.de".format
-    for stage in (("transformer", "mrt-control", "mrt"), ("mrt-control", "mrt2-control", "mrt2"),
-                  ("anneal", "mrt3-control", "mrt3", "mrt3-chrf")):
-        assert "TABLE " + " ".join(map(hyp, stage)) in scores
-        assert "TABLE " + " ".join(map(hyp, stage[1:])) + " work/data/test.de" in scores
-    assert "TABLE " + " ".join(map(hyp, ("mrt2-control", "anneal"))) + " work/data/test.de" in scores
-    assert scores.count("TABLE ") == 7
-    assert scores.count("ratio = ") == 9  # each output's length ratio
+    for table in (("transformer", "mrt-control", "mrt"), ("mrt-control", "mrt"), ("transformer", "anneal"),
+                  ("anneal", "mrt2-control", "mrt2", "anneal-continued"), ("mrt2-control", "mrt2"),
+                  ("anneal-continued", "mrt2")):
+        assert "TABLE " + " ".join(map(hyp, table)) + " work/data/test.de" in scores
+    assert scores.count("TABLE ") == 6
+    assert scores.count("ratio = ") == 7  # each output's length ratio
     assert make("mrt") == []
-    # a longer budget: stage 1 resumes, the later stages start again from their new parents
-    assert make("mrt", "MRT_TIME=2") == sorted([*["train"] * 8, *["translate"] * 8, *["score"] * 7])
+    # a longer budget for stage 1: its two fine-tunes resume, stage 2 is left alone
+    assert make("mrt", "MRT_TIME=2") == sorted([*["train"] * 2, *["translate"] * 2, *["score"] * 6])
     assert (recipe / "work" / "mrt" / "checkpoint_best.pt").read_text() == "2"
     _bump(recipe / "mrt.yaml")  # a new MRT config: that fine-tune alone starts again
-    assert make("mrt", "MRT_TIME=2") == sorted(["train", "translate", *["score"] * 7])
-    _bump(recipe / "mrt-control.yaml")  # a new stage-1 control: it, and every stage on top of it
-    assert make("mrt", "MRT_TIME=2") == sorted([*["train"] * 7, *["translate"] * 7, *["score"] * 7])
-    assert make("mrt", "MRT_TIME=2", "MRT_ANNEAL_TIME=3") == sorted(  # the anneal resumes, stage 3 restarts
-        [*["train"] * 4, *["translate"] * 4, *["score"] * 7])
-    assert make("mrt", "MRT_TIME=2", "MRT_ANNEAL_TIME=3", "MRT3_TIME=4") == sorted(  # stage 3 resumes
-        [*["train"] * 3, *["translate"] * 3, *["score"] * 7])
-    assert make("mrt", "MRT_TIME=2", "MRT_ANNEAL_TIME=3", "MRT3_TIME=4") == []
-    assert make("confidence", "MRT_TIME=2", "MRT_ANNEAL_TIME=3", "MRT3_TIME=4") == ["translate", "translate"]
+    assert make("mrt", "MRT_TIME=2") == sorted(["train", "translate", *["score"] * 6])
+    _bump(recipe / "mrt-control.yaml")  # a new stage-1 control: no other model stands on it
+    assert make("mrt", "MRT_TIME=2") == sorted(["train", "translate", *["score"] * 6])
+    assert make("mrt", "MRT_TIME=2", "MRT_ANNEAL_TIME=3") == sorted(  # the anneal resumes, stage 2 restarts
+        [*["train"] * 4, *["translate"] * 4, *["score"] * 6])
+    assert make("mrt", "MRT_TIME=2", "MRT_ANNEAL_TIME=3", "MRT2_TIME=4") == sorted(  # stage 2 resumes
+        [*["train"] * 3, *["translate"] * 3, *["score"] * 6])
+    assert (recipe / "work" / "mrt2" / "checkpoint_best.pt").read_text() == "4"
+    _bump(recipe / "transformer.yaml")  # a new parent: everything on top of it starts again
+    assert make("mrt", "MRT_TIME=2", "MRT_ANNEAL_TIME=3", "MRT2_TIME=4") == sorted(
+        ["prepare", *["train"] * 7, *["translate"] * 7, *["score"] * 6])
+    assert make("mrt", "MRT_TIME=2", "MRT_ANNEAL_TIME=3", "MRT2_TIME=4") == []
+    assert make("confidence", "MRT_TIME=2", "MRT_ANNEAL_TIME=3", "MRT2_TIME=4") == ["translate", "translate"]
     assert "Spearman" in (recipe / "work" / "confidence.txt").read_text()
-    assert make("confidence", "MRT_TIME=2", "MRT_ANNEAL_TIME=3", "MRT3_TIME=4") == []
+    assert make("confidence", "MRT_TIME=2", "MRT_ANNEAL_TIME=3", "MRT2_TIME=4") == []
 
 
 FAKE_APERTIUM = """#!/bin/sh

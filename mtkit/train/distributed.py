@@ -8,6 +8,7 @@ each process to ``cuda:LOCAL_RANK``. Without those variables training runs as a 
 from __future__ import annotations
 
 import contextlib
+import gc
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -50,8 +51,11 @@ def shutdown_distributed(finished: bool = False) -> None:
     """Tear down the process group. After a finished run every rank first waits for the others:
     a rank that destroys its gloo group while a peer is still saving the last checkpoint can be
     aborted by gloo ("terminate called without an active exception"). After an error nobody
-    waits, since the failed rank may never arrive."""
+    waits, since the failed rank may never arrive. The trainer is collected first: its
+    DistributedDataParallel wrapper holds the group, and a group freed later, while the interpreter
+    exits, can abort the process the same way."""
     if dist.is_available() and dist.is_initialized():
+        gc.collect()
         if finished:
             dist.barrier()
         dist.destroy_process_group()

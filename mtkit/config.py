@@ -240,6 +240,9 @@ class TrainingConfig:
         "effective order) or 1 − sentence chrF/100, against the reference, detokenised.", when=MRT)
     mrt_ce_weight: float = _f(0.2, "Weight of the reference's label-smoothed cross-entropy (per token) "
                               "beside the risk (per sentence); 0 = risk alone.", 0, when=MRT)
+    mrt_cost_workers: int = _f(0, "Processes that score candidates (sacrebleu) in parallel; 0 = auto: on "
+                               "a GPU the spare CPU cores, at most 8; on a CPU none (the cores train). "
+                               "The costs are the same either way.", 0, when=MRT)
     # fine-tuning (docs/finetune.md)
     init_from: str = _f("", "Start from a trained model's weights (model dir or checkpoint file), keeping "
                         "its architecture and vocabulary; read when the run starts; recorded as that file.")

@@ -55,6 +55,7 @@ def resolve_device(name: str, local_rank: int | None = None, setting: str = "--d
         if index >= torch.cuda.device_count():
             raise ConfigError(f"{setting}{name}: GPU {index} requested but only "
                               f"{torch.cuda.device_count()} visible")
+        no_attention_plan_per_shape()
         return torch.device("cuda", index)
     if device.type == "mps" and not _mps_available():
         raise ConfigError(f"{setting}mps: MPS is not available on this machine")
@@ -184,6 +185,22 @@ def bound_kernel_caches(capacity: int = KERNEL_CACHE_CAPACITY) -> None:
         os.environ.setdefault(name, str(capacity))
 
 
+def no_attention_plan_per_shape() -> None:
+    """Keep PyTorch's scaled dot-product attention off its cuDNN backend on CUDA GPUs.
+
+    On an H100 (torch 2.11) SDPA picks cuDNN's attention, which builds an execution plan for every new
+    input shape (18 ms of CPU a forward call, 20 ms a backward one) and keeps each plan in host memory.
+    Batches of sentences come in ever new shapes (token budgets, beams that shrink, MRT's candidates),
+    so it replanned nearly every call: in an MRT update it took 59% of the time (torch.profiler, 2
+    updates) and host memory grew by about 100 MiB an update. The flash and memory-efficient kernels
+    need no plan. A process-wide setting, like the CPU kernel caches above; measured in
+    docs/results.md ("MRT on a GPU").
+    """
+    import torch
+
+    torch.backends.cuda.enable_cudnn_sdp(False)
+
+
 # ------------------------------------------------------------------------------------ torchrun
 @dataclass
 class DistInfo:
@@ -222,6 +239,6 @@ def dist_info_from_env() -> DistInfo:
 
 
 __all__ = ["KERNEL_CACHE_CAPACITY", "PRECISIONS", "DistInfo", "allowed_cpus", "autocast", "autocast_dtype",
-           "bound_kernel_caches", "check_decode_precision",
+           "bound_kernel_caches", "check_decode_precision", "no_attention_plan_per_shape",
            "cpu_has_native_bf16", "decode_dtype", "dist_info_from_env", "resolve_device", "thread_count",
            "threads"]

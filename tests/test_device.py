@@ -91,3 +91,19 @@ def test_library_import_changes_no_environment():
     env = {k: v for k, v in os.environ.items() if k not in caches}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.stdout.split() == ["None", "None"], out.stderr
+
+
+def test_a_cuda_device_keeps_attention_off_cudnn(monkeypatch):
+    """cuDNN's attention plans every new shape (slow, and each plan stays in host memory): choosing a
+    CUDA device turns that backend off (docs/results.md, "MRT on a GPU")."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    was = torch.backends.cuda.cudnn_sdp_enabled()
+    torch.backends.cuda.enable_cudnn_sdp(True)
+    try:
+        assert resolve_device("cpu") == CPU and torch.backends.cuda.cudnn_sdp_enabled()
+        assert resolve_device("cuda") == torch.device("cuda", 0)
+        assert not torch.backends.cuda.cudnn_sdp_enabled()
+    finally:
+        torch.backends.cuda.enable_cudnn_sdp(was)

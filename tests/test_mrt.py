@@ -25,8 +25,9 @@ from mtkit.device import DistInfo
 from mtkit.errors import ConfigError
 from mtkit.metrics_log import read_metrics
 from mtkit.models import build_model
+from mtkit.train.costs import SentenceCost
 from mtkit.train.loss import label_smoothed_nll
-from mtkit.train.mrt import Found, MrtUpdater, SentenceCost, expected_risk, generate
+from mtkit.train.mrt import Found, MrtUpdater, expected_risk, generate
 from mtkit.train.trainer import train
 from mtkit.vocab import BOS_ID, EOS_ID
 

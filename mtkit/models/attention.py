@@ -151,6 +151,10 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, causal: 
             return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True), None
         if causal:
             mask = _with_causal(mask, q.size(2), k.size(2), q_offset, q)
+        if mask is not None and q.is_cuda and mask.dtype != q.dtype:
+            # under autocast q is bf16/fp16 while the mask is fp32: CUDA's fused kernels take a mask of
+            # the query's dtype only, else SDPA falls back to its unfused math (-inf stays -inf)
+            mask = mask.to(q.dtype)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p), None
 
     scale = 1.0 / math.sqrt(q.size(-1))

@@ -12,7 +12,8 @@ batch of source sentences x with references y*:
    rank, update), so a resumed run draws the same candidates. The search reads its results back to
    the host (token lists): on a GPU that is the one wait per batch that MRT adds.
 2. **Costs.** Each candidate y, decoded to text, is scored against the reference:
-   cost(y) = 1 − sentence BLEU/100 or 1 − sentence chrF/100 (``mrt_metric``; sacrebleu, on the host).
+   cost(y) = 1 − sentence BLEU/100 or 1 − sentence chrF/100 (``mrt_metric``; sacrebleu, on the host;
+   on a GPU machine in ``mrt_cost_workers`` processes, `mtkit.train.costs`).
 3. **Risk.** All candidates are teacher-forced with gradients in train mode (dropout on) to get their
    sequence log-probabilities log P(y|x) (the sum over tokens, EOS included). Over each sentence's
    candidates S(x), Q(y|x) = P(y|x)^α / Σ_{y'∈S(x)} P(y'|x)^α (``mrt_alpha``), and the sentence's risk
@@ -48,6 +49,7 @@ from mtkit.device import autocast
 from mtkit.errors import ConfigError
 from mtkit.models.base import Seq2Seq
 from mtkit.search import search
+from mtkit.train.costs import SentenceCost, auto_workers
 from mtkit.train.loss import projected_label_smoothed_nll, projected_token_log_probs
 from mtkit.train.update import Updater, _zero
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID
@@ -65,19 +67,6 @@ def expected_risk(seq_log_probs: Tensor, sentence: Tensor, cost: Tensor, alpha: 
     total = torch.zeros(n, dtype=scores.dtype, device=scores.device).index_add(0, sentence, weight)
     q = weight / total[sentence]
     return torch.zeros_like(total).index_add(0, sentence, q * cost.to(q.dtype))
-
-
-class SentenceCost:
-    """cost(y) = 1 − sentence BLEU/100 (sacrebleu's sentence_bleu: exponential smoothing, effective
-    order) or 1 − sentence chrF/100 (sentence_chrf), of detokenised text against one reference."""
-
-    def __init__(self, metric: str):
-        from sacrebleu.metrics import BLEU, CHRF
-
-        self.metric = BLEU(effective_order=True) if metric == "bleu" else CHRF()
-
-    def __call__(self, hypotheses: list[str], reference: str) -> list[float]:
-        return [1.0 - self.metric.sentence_score(h, [reference]).score / 100.0 for h in hypotheses]
 
 
 # ------------------------------------------------------------------------------------- candidates
@@ -152,7 +141,8 @@ class MrtUpdater(Updater):
         super().__init__(*args, **kwargs)
         self.tgt_bpe = tgt_bpe
         self.decoding = candidate_decoding(decoding)
-        self.cost = SentenceCost(self.tc.mrt_metric)
+        workers = self.tc.mrt_cost_workers or auto_workers(self.device.type, self.info.local_world_size)
+        self.cost = SentenceCost(self.tc.mrt_metric, workers)
         self.update_risk, self.log_risk = _zero(self.device), _zero(self.device)
         self.log_sentences = self.log_candidates = 0
 
@@ -199,7 +189,7 @@ class MrtUpdater(Updater):
             self.model.train(was_training)
         refs = _references(cpu_batch)
         ref_texts = self.tgt_bpe.decode_ids(refs)
-        costs = [self.cost(self.tgt_bpe.decode_ids(c), r) for c, r in zip(found, ref_texts, strict=True)]
+        costs = self.cost.batch([self.tgt_bpe.decode_ids(c) for c in found], ref_texts)
         src_lengths = (cpu_batch.src[:n] != PAD_ID).sum(1).tolist()
         rows = [[r, *c] for r, c in zip(refs, found, strict=True)]
         return Found(refs, found, costs), _chunks(src_lengths, rows, self.tc.max_tokens)
@@ -232,6 +222,9 @@ class MrtUpdater(Updater):
                                                         drop_padding=self.drop_padding)
         risk = expected_risk(token_log_probs.sum(1), sentence_of, cost, tc.mrt_alpha, k).sum()
         return risk * scale + tc.mrt_ce_weight * ce, nll, risk
+
+    def close(self) -> None:
+        self.cost.close()
 
     # ------------------------------------------------------------------------------ the log's sums
     def log_sums(self) -> Tensor:

@@ -349,6 +349,7 @@ class Trainer(Checkpointing):
         finally:
             if prefetcher is not None:
                 prefetcher.close()
+            self.updater.close()
             self.display.close()
         if self.info.is_main:
             best = st.best

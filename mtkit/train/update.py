@@ -152,6 +152,9 @@ class Updater:
         """[loss, NLL, target tokens] summed over the finite updates since the last ``reset_log``."""
         return torch.stack([self.log_loss, self.log_nll, self.log_tokens])
 
+    def close(self) -> None:
+        """Release what the updater holds beside the model (the MRT cost workers)."""
+
     def reset_log(self) -> None:
         for total in (self.log_loss, self.log_nll, self.log_tokens):
             total.zero_()

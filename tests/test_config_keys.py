@@ -203,6 +203,8 @@ CASES: dict[str, list[Case]] = {
     "training.mrt_alpha": run(0.5, objective="mrt"),
     "training.mrt_metric": run("chrf", objective="mrt"),
     "training.mrt_ce_weight": run(0.0, objective="mrt"),
+    # the same costs either way (tests/test_costs.py): what changes is where they are computed
+    "training.mrt_cost_workers": [Case("run", 2, {"training.objective": "mrt"}, view=("started",))],
     "training.init_from": run("{parent}"),
     "training.init_from_sha256": [Case("run", "0" * 64, {"training.init_from": "{parent}"},
                                        expect="refused")],

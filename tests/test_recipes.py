@@ -314,3 +314,30 @@ def test_demo_recipe_scores_against_the_copy_baseline_and_reruns_nothing(tmp_pat
     baseline = recipe / "work" / "en-es" / "hyp" / "copy-source.es"
     assert baseline.read_text() == (data / "test.en").read_text()
     assert _make(recipe, log, fake, "SRC=en", "TGT=es", "TIME=1") == []
+
+
+@needs_make
+def test_deb_gpu_mrt_recipe_tunes_four_side_by_side_from_the_anneal(tmp_path: Path) -> None:
+    recipe = _copy_recipe("deb-en-de", tmp_path)
+    fake = tmp_path / "fake_mtkit.py"
+    fake.write_text(FAKE_MTKIT)
+    log = tmp_path / "calls.log"
+    data = _fake_corpus(tmp_path, "en", "de")
+
+    def make(*variables: str) -> list[str]:
+        return sorted(_make(recipe, log, fake, f"DATA={data}", "MODELS=transformer", "TIME=1", "mrt-gpu",
+                            *variables))
+
+    # the parent, its anneal, the four GPU fine-tunes; five outputs (the anneal's too); three tables
+    assert make() == sorted(["prepare", *["train"] * 6, *["translate"] * 5, *["score"] * 3])
+    commands = log.read_text()
+    assert "--set training.model_dir=work/gpu-mrt2-lr1e-4" in commands
+    assert commands.count("--set training.max_tokens=16384") == 4
+    assert commands.count("--set training.lr=0.0001") == 1
+    assert commands.count("--device cuda --precision fp32") == 5
+    scores = (recipe / "work" / "mrt-gpu-scores.txt").read_text()
+    assert "TABLE work/hyp/gpu-anneal.beam5.de work/hyp/gpu-mrt2.beam5.de" in scores
+    assert make() == []
+    # a new time budget: the four start afresh and are translated and scored again; the anneal stays
+    assert make("MRT_GPU_TIME=2") == sorted([*["train"] * 4, *["translate"] * 4, *["score"] * 3])
+    assert (recipe / "work" / "gpu-mrt2" / "checkpoint_best.pt").read_text() == "2"

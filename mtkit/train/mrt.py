@@ -223,6 +223,10 @@ class MrtUpdater(Updater):
         risk = expected_risk(token_log_probs.sum(1), sentence_of, cost, tc.mrt_alpha, k).sum()
         return risk * scale + tc.mrt_ce_weight * ce, nll, risk
 
+    def describe(self) -> str:
+        workers = self.cost.workers
+        return f" | MRT costs in {workers} processes" if workers else ""
+
     def close(self) -> None:
         self.cost.close()
 

@@ -403,7 +403,8 @@ class Trainer(Checkpointing):
         optimizer = f"{'fused ' if self.updater.fused else ''}{self.tc.optimizer}"
         self.display.log(
             f"{self.cfg.model.arch}: {self.model.num_parameters():,} parameters | device {self.device} "
-            f"x{self.info.world_size} | {precision} | {self.threads} threads | {optimizer}")
+            f"x{self.info.world_size} | {precision} | {self.threads} threads | {optimizer}"
+            f"{self.updater.describe()}")
         dev_pairs = len(self.dev.data) if self.dev else 0
         self.display.log(
             f"train: {len(self.train_data):,} pairs, {len(self.sampler):,} batches/epoch per rank "

@@ -152,6 +152,10 @@ class Updater:
         """[loss, NLL, target tokens] summed over the finite updates since the last ``reset_log``."""
         return torch.stack([self.log_loss, self.log_nll, self.log_tokens])
 
+    def describe(self) -> str:
+        """What the first log line adds about this objective ("" for cross-entropy)."""
+        return ""
+
     def close(self) -> None:
         """Release what the updater holds beside the model (the MRT cost workers)."""
 

@@ -115,4 +115,7 @@ def test_bf16_graphed_training_learns(data, tmp_path):
     from mtkit.metrics_log import read_metrics
 
     events = [e for e in read_metrics(tmp_path / "bf16" / "metrics.jsonl") if e.get("event") == "train"]
-    assert events[-1]["loss"] < 0.6 * events[0]["loss"]
+    # random ids copied, lengths 3-30: 150 updates bring the loss down by a sixth, not more. Measured
+    # 2026-11-25: 3.93 → 3.30 on an H100 (the 0.6 asked before then was never met there), 3.97 → 3.26
+    # with this config on a CPU in bf16 and 3.97 → 3.27 in fp32 (eager): so bf16 learns as fp32 does
+    assert events[-1]["loss"] < 0.9 * events[0]["loss"]

@@ -137,6 +137,15 @@ def _fake_corpus(root: Path, src: str, tgt: str) -> Path:
     return data
 
 
+def _deb_en_de(root: Path) -> tuple[Path, Path, Path, Path]:
+    """The deb-en-de recipe copied under `root` with the mtkit stand-in, its call log and a tiny corpus:
+    (recipe, fake, log, data)."""
+    recipe = _copy_recipe("deb-en-de", root)
+    fake = root / "fake_mtkit.py"
+    fake.write_text(FAKE_MTKIT)
+    return recipe, fake, root / "calls.log", _fake_corpus(root, "en", "de")
+
+
 def _bump(path: Path) -> None:
     """Touch `path`, making it newer than everything made so far (but not in the future)."""
     time.sleep(0.05)
@@ -145,11 +154,7 @@ def _bump(path: Path) -> None:
 
 @needs_make
 def test_deb_recipe_runs_every_stage_once_then_nothing(tmp_path: Path) -> None:
-    recipe = _copy_recipe("deb-en-de", tmp_path)
-    fake = tmp_path / "fake_mtkit.py"
-    fake.write_text(FAKE_MTKIT)
-    log = tmp_path / "calls.log"
-    data = _fake_corpus(tmp_path, "en", "de")
+    recipe, fake, log, data = _deb_en_de(tmp_path)
 
     calls = _make(recipe, log, fake, f"DATA={data}", "TIME=1")
     # one prepare, a training per model, greedy + beam + attention sample per model, one score
@@ -192,12 +197,8 @@ def test_deb_recipe_runs_every_stage_once_then_nothing(tmp_path: Path) -> None:
 
 @needs_make
 def test_deb_mrt_recipe_tunes_two_stages_scores_them_and_reruns_nothing(tmp_path: Path) -> None:
-    recipe = _copy_recipe("deb-en-de", tmp_path)
+    recipe, fake, log, data = _deb_en_de(tmp_path)
     shutil.copy(RECIPES / "confidence.py", recipe.parent / "confidence.py")
-    fake = tmp_path / "fake_mtkit.py"
-    fake.write_text(FAKE_MTKIT)
-    log = tmp_path / "calls.log"
-    data = _fake_corpus(tmp_path, "en", "de")
 
     def make(*variables: str) -> list[str]:
         log.write_text("")
@@ -318,11 +319,7 @@ def test_demo_recipe_scores_against_the_copy_baseline_and_reruns_nothing(tmp_pat
 
 @needs_make
 def test_deb_gpu_mrt_recipe_tunes_four_side_by_side_from_the_anneal(tmp_path: Path) -> None:
-    recipe = _copy_recipe("deb-en-de", tmp_path)
-    fake = tmp_path / "fake_mtkit.py"
-    fake.write_text(FAKE_MTKIT)
-    log = tmp_path / "calls.log"
-    data = _fake_corpus(tmp_path, "en", "de")
+    recipe, fake, log, data = _deb_en_de(tmp_path)
 
     def make(*variables: str) -> list[str]:
         return sorted(_make(recipe, log, fake, f"DATA={data}", "MODELS=transformer", "TIME=1", "mrt-gpu",

@@ -194,7 +194,7 @@ def no_attention_plan_per_shape() -> None:
     so it replanned nearly every call: in an MRT update it took 59% of the time (torch.profiler, 2
     updates) and host memory grew by about 100 MiB an update. The flash and memory-efficient kernels
     need no plan. A process-wide setting, like the CPU kernel caches above; measured in
-    docs/results.md ("MRT on a GPU").
+    docs/results.md ("Minimum risk training on a GPU").
     """
     import torch
 

@@ -95,7 +95,7 @@ def test_library_import_changes_no_environment():
 
 def test_a_cuda_device_keeps_attention_off_cudnn(monkeypatch):
     """cuDNN's attention plans every new shape (slow, and each plan stays in host memory): choosing a
-    CUDA device turns that backend off (docs/results.md, "MRT on a GPU")."""
+    CUDA device turns that backend off (docs/results.md, "Minimum risk training on a GPU")."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from mtkit.train.costs import SentenceCost, auto_workers
+from mtkit.train.costs import SentenceCost, auto_workers, sentence_costs
 
 
 def test_worker_processes_score_exactly_as_inline():
@@ -22,7 +22,7 @@ def test_worker_processes_score_exactly_as_inline():
         finally:
             pooled.close()
         assert [len(c) for c in inline] == [len(c) for c in cands]
-        assert inline[0] == SentenceCost(metric)(cands[0], refs[0])
+        assert inline[0] == sentence_costs(metric, cands[0], refs[0])
 
 
 def test_workers_only_where_a_gpu_leaves_cores_idle():

@@ -25,7 +25,7 @@ from mtkit.device import DistInfo
 from mtkit.errors import ConfigError
 from mtkit.metrics_log import read_metrics
 from mtkit.models import build_model
-from mtkit.train.costs import SentenceCost
+from mtkit.train.costs import sentence_costs
 from mtkit.train.loss import label_smoothed_nll
 from mtkit.train.mrt import Found, MrtUpdater, expected_risk, generate
 from mtkit.train.trainer import train
@@ -154,10 +154,10 @@ def test_the_cost_is_one_minus_sentence_bleu_or_chrf():
     import sacrebleu
 
     hyp, ref = "der Hund bellt laut", "der Hund bellt"
-    assert SentenceCost("bleu")([hyp, ref], ref) == pytest.approx(
+    assert sentence_costs("bleu", [hyp, ref], ref) == pytest.approx(
         [1 - sacrebleu.sentence_bleu(hyp, [ref]).score / 100, 0.0])
     chrf = sacrebleu.sentence_chrf(hyp, [ref]).score
-    assert SentenceCost("chrf")([hyp], ref) == pytest.approx([1 - chrf / 100])
+    assert sentence_costs("chrf", [hyp], ref) == pytest.approx([1 - chrf / 100])
 
 
 def test_mrt_logs_its_risk_and_refuses_what_it_cannot_do(data, parent, tmp_path):

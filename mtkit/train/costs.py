@@ -50,16 +50,13 @@ def auto_workers(device_type: str, local_processes: int = 1) -> int:
 
 
 class SentenceCost:
-    """cost(y) = 1 − sentence BLEU/100 or 1 − sentence chrF/100 (``metric``) of detokenised text
-    against one reference; ``workers`` > 1 scores a batch's sentences in that many processes."""
+    """The costs (`sentence_costs`, ``metric``) of a batch's candidates against their references;
+    ``workers`` > 1 scores the batch's sentences in that many processes."""
 
     def __init__(self, metric: str, workers: int = 0):
         self.metric = metric
         self.workers = workers if workers > 1 else 0
         self._pool: ProcessPoolExecutor | None = None
-
-    def __call__(self, hypotheses: list[str], reference: str) -> list[float]:
-        return sentence_costs(self.metric, hypotheses, reference)
 
     def batch(self, candidates: list[list[str]], references: list[str]) -> list[list[float]]:
         """The costs of each sentence's candidates, in order."""

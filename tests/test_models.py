@@ -207,3 +207,30 @@ def test_both_families_share_one_embedding_initialisation() -> None:
         model = build_model(cfg, 30, 30)
         weights.append((model.tgt_embed.weight, model.src_embed.weight))
     assert torch.equal(weights[0][0], weights[1][0]) and torch.equal(weights[0][1], weights[1][1])
+
+
+@pytest.mark.parametrize("cfg", [
+    ModelConfig(d_model=16, heads=2, d_ff=8, decoder_layers=2),
+    ModelConfig(arch="rnn", emb_dim=6, hidden_size=8),  # bahdanau: step by step
+    ModelConfig(arch="rnn", emb_dim=6, hidden_size=8, attention="general", attention_style="luong",
+                input_feeding=False),  # the whole sequence in one call
+    ModelConfig(arch="rnn", emb_dim=6, hidden_size=8, attention="none"),
+], ids=["transformer", "rnn-bahdanau", "rnn-luong", "rnn-no-attention"])
+def test_source_rows_equal_encoding_each_row_own_copy_of_its_source(cfg: ModelConfig) -> None:
+    """MRT encodes each source once for its reference and candidates (``source_rows``): the outputs
+    and the encoder's gradients are those of a batch with the source repeated for every row."""
+    torch.manual_seed(0)
+    model = build_model(cfg, 20, 20, joint_vocab=True).eval()
+    gen = torch.Generator().manual_seed(2)
+    src, tgt = torch.randint(4, 20, (2, 5), generator=gen), torch.randint(4, 20, (5, 4), generator=gen)
+    src[1, 2:] = PAD_ID
+    rows = torch.tensor([0, 1, 0, 0, 1])
+    grads = []
+    for kwargs, source in (({"source_rows": rows}, src), ({}, src[rows])):
+        model.zero_grad()
+        out, _ = model(source, tgt, project=False, **kwargs)
+        (out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum().backward()
+        grads.append((out.detach(), model.src_embed.weight.grad.clone()))
+    (shared, shared_grad), (repeated, repeated_grad) = grads
+    assert torch.allclose(shared, repeated, atol=1e-5)
+    assert shared_grad.abs().sum() > 0 and torch.allclose(shared_grad, repeated_grad, atol=1e-5)

@@ -111,11 +111,17 @@ class Seq2Seq(nn.Module):
         raise NotImplementedError
 
     def forward(self, src: Tensor, tgt_in: Tensor, need_attention: bool = False,
-                attn_layer: int = -1, project: bool = True) -> tuple[Tensor, Tensor | None]:
+                attn_layer: int = -1, project: bool = True, source_rows: Tensor | None = None
+                ) -> tuple[Tensor, Tensor | None]:
         """Teacher-forced pass: logits [B, T, V] (unnormalised) and, if asked, the encoder-decoder
         attention of ``attn_layer`` per head [B, H, T, S]. ``project=False`` returns the features
         [B, T, D] that ``output_proj`` (every model's last layer, bias-free) would turn into logits:
-        training computes the loss from them block by block (``train/loss.py``)."""
+        training computes the loss from them block by block (``train/loss.py``).
+
+        ``source_rows`` [B] (optional) names, for each row of ``tgt_in``, the row of ``src`` it
+        translates: minimum risk training teacher-forces a reference and several candidates of one
+        source and encodes that source once instead of once per row (the rows then share the
+        encoder's dropout draws). Without it, row i of ``tgt_in`` translates row i of ``src``."""
         raise NotImplementedError
 
     def reorder_state(self, state: Any, index: Tensor) -> Any:

@@ -208,8 +208,11 @@ class RNNSeq2Seq(Seq2Seq):
         return log_probs, state, weights if need_attention else None
 
     def forward(self, src: Tensor, tgt_in: Tensor, need_attention: bool = False,
-                attn_layer: int = -1, project: bool = True) -> tuple[Tensor, Tensor | None]:
+                attn_layer: int = -1, project: bool = True, source_rows: Tensor | None = None
+                ) -> tuple[Tensor, Tensor | None]:
         enc = self.encode(src)
+        if source_rows is not None:
+            enc = self.reorder_encoder(enc, source_rows)
         state = self.init_state(enc)
         emb = self._embed_tgt(tgt_in)
         recurrent_context = not self.luong and self.scorer is not None

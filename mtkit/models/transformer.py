@@ -203,8 +203,11 @@ class Transformer(Seq2Seq):
 
     # ---------------------------------------------------------------------------- interface
     def forward(self, src: Tensor, tgt_in: Tensor, need_attention: bool = False,
-                attn_layer: int = -1, project: bool = True) -> tuple[Tensor, Tensor | None]:
+                attn_layer: int = -1, project: bool = True, source_rows: Tensor | None = None
+                ) -> tuple[Tensor, Tensor | None]:
         memory, _, attn_mask = self._encode(src)
+        if source_rows is not None:
+            memory, attn_mask = memory.index_select(0, source_rows), attn_mask.index_select(0, source_rows)
         x = self._embed(tgt_in, self.tgt_embed, self.positions)
         wanted = self._layer_index(attn_layer) if need_attention else -1
         attention = None

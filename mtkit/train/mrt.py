@@ -15,7 +15,8 @@ batch of source sentences x with references y*:
    cost(y) = 1 − sentence BLEU/100 or 1 − sentence chrF/100 (``mrt_metric``; sacrebleu, on the host;
    on a GPU machine in ``mrt_cost_workers`` processes, `mtkit.train.costs`).
 3. **Risk.** All candidates are teacher-forced with gradients in train mode (dropout on) to get their
-   sequence log-probabilities log P(y|x) (the sum over tokens, EOS included). Over each sentence's
+   sequence log-probabilities log P(y|x) (the sum over tokens, EOS included); each source is encoded
+   once for its reference and candidates (``source_rows`` of ``Seq2Seq.forward``). Over each sentence's
    candidates S(x), Q(y|x) = P(y|x)^α / Σ_{y'∈S(x)} P(y'|x)^α (``mrt_alpha``), and the sentence's risk
    is R(x) = Σ_{y∈S(x)} Q(y|x) · cost(y). Its gradient, α Q(y|x) (cost(y) − R(x)) with respect to each
    log P(y|x), moves probability towards the candidates that cost less than the sentence's average.
@@ -202,18 +203,18 @@ class MrtUpdater(Updater):
         k = len(chunk)
         rows = [refs[i] for i in chunk] + [c for i in chunk for c in cands[i]]
         sentence = [j for j, i in enumerate(chunk) for _ in cands[i]]
-        source = chunk + [i for i in chunk for _ in cands[i]]
-        src = cpu_batch.src[source]
+        src = cpu_batch.src[chunk]  # each source once: row j of the pass translates source_rows[j]
         src = src[:, : max(1, int((src != PAD_ID).sum(1).max()))]
         host = [src, _padded(rows, BOS_ID, None), _padded(rows, None, EOS_ID),
-                torch.tensor(sentence), torch.tensor([c for i in chunk for c in costs[i]])]
+                torch.tensor(sentence, dtype=torch.long), torch.tensor([c for i in chunk for c in costs[i]])]
         if self.device.type == "cuda":
             host = [t.pin_memory() for t in host]
         src, tgt_in, tgt_out, sentence_of, cost = (t.to(self.device, non_blocking=True) for t in host)
         tc = self.tc
         weight = self.model.output_proj.weight
         with autocast(self.device, self.autocast_dtype):
-            features, _ = self.train_model(src, tgt_in, project=False)
+            source_rows = torch.cat([torch.arange(k, device=self.device), sentence_of])
+            features, _ = self.train_model(src, tgt_in, project=False, source_rows=source_rows)
             ce, nll = projected_label_smoothed_nll(features[:k], weight, tgt_out[:k], tc.label_smoothing,
                                                    block_rows=self.loss_block_rows,
                                                    drop_padding=self.drop_padding)

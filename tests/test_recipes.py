@@ -196,7 +196,7 @@ def test_deb_recipe_runs_every_stage_once_then_nothing(tmp_path: Path) -> None:
 
 
 @needs_make
-def test_deb_mrt_recipe_tunes_two_stages_scores_them_and_reruns_nothing(tmp_path: Path) -> None:
+def test_deb_mrt_recipe_tunes_three_stages_scores_them_and_reruns_nothing(tmp_path: Path) -> None:
     recipe, fake, log, data = _deb_en_de(tmp_path)
     shutil.copy(RECIPES / "confidence.py", recipe.parent / "confidence.py")
 
@@ -210,33 +210,43 @@ def test_deb_mrt_recipe_tunes_two_stages_scores_them_and_reruns_nothing(tmp_path
         return sorted(line.split()[0] for line in log.read_text().splitlines())
 
     # the parent and its beam output; stage 1's two fine-tunes, the anneal, stage 2's three fine-tunes,
-    # and their outputs; six score tables
-    assert make("mrt") == sorted(["prepare", *["train"] * 7, *["translate"] * 7, *["score"] * 6])
+    # stage 3's one, and their outputs; seven score tables
+    assert make("mrt") == sorted(["prepare", *["train"] * 8, *["translate"] * 8, *["score"] * 7])
     scores = (recipe / "work" / "mrt-scores.txt").read_text()
     hyp = "work/hyp/{}.beam5.de".format
     for table in (("transformer", "mrt-control", "mrt"), ("mrt-control", "mrt"), ("transformer", "anneal"),
                   ("anneal", "mrt2-control", "mrt2", "anneal-continued"), ("mrt2-control", "mrt2"),
-                  ("anneal-continued", "mrt2")):
+                  ("anneal-continued", "mrt2"), ("anneal", "mrt3")):
         assert "TABLE " + " ".join(map(hyp, table)) + " work/data/test.de" in scores
-    assert scores.count("TABLE ") == 6
-    assert scores.count("ratio = ") == 7  # each output's length ratio
+    assert scores.count("TABLE ") == 7
+    assert scores.count("ratio = ") == 8  # each output's length ratio
     assert make("mrt") == []
-    # a longer budget for stage 1: its two fine-tunes resume, stage 2 is left alone
-    assert make("mrt", "MRT_TIME=2") == sorted([*["train"] * 2, *["translate"] * 2, *["score"] * 6])
+    assert make("mrt3") == ["score"]  # stage 3's own table, from the outputs already there
+    stage3_table = (recipe / "work" / "mrt3-scores.txt").read_text()
+    assert "TABLE " + " ".join(map(hyp, ("anneal", "mrt3"))) in stage3_table
+    assert make("mrt3", "MRT3_TIME=5") == ["score", "train", "translate"]  # stage 3 resumes, alone
+    assert (recipe / "work" / "mrt3" / "checkpoint_best.pt").read_text() == "5"
+    # a longer budget for stage 1: its two fine-tunes resume, stages 2 and 3 are left alone
+    stage3 = "MRT3_TIME=5"
+    assert make("mrt", "MRT_TIME=2", stage3) == sorted([*["train"] * 2, *["translate"] * 2, *["score"] * 7])
     assert (recipe / "work" / "mrt" / "checkpoint_best.pt").read_text() == "2"
     _bump(recipe / "mrt.yaml")  # a new MRT config: that fine-tune alone starts again
-    assert make("mrt", "MRT_TIME=2") == sorted(["train", "translate", *["score"] * 6])
+    assert make("mrt", "MRT_TIME=2", stage3) == sorted(["train", "translate", *["score"] * 7])
     _bump(recipe / "mrt-control.yaml")  # a new stage-1 control: no other model stands on it
-    assert make("mrt", "MRT_TIME=2") == sorted(["train", "translate", *["score"] * 6])
-    assert make("mrt", "MRT_TIME=2", "MRT_ANNEAL_TIME=3") == sorted(  # the anneal resumes, stage 2 restarts
-        [*["train"] * 4, *["translate"] * 4, *["score"] * 6])
-    assert make("mrt", "MRT_TIME=2", "MRT_ANNEAL_TIME=3", "MRT2_TIME=4") == sorted(  # stage 2 resumes
-        [*["train"] * 3, *["translate"] * 3, *["score"] * 6])
+    assert make("mrt", "MRT_TIME=2", stage3) == sorted(["train", "translate", *["score"] * 7])
+    # the anneal resumes, stages 2 and 3 restart
+    assert make("mrt", "MRT_TIME=2", "MRT_ANNEAL_TIME=3", stage3) == sorted(
+        [*["train"] * 5, *["translate"] * 5, *["score"] * 7])
+    assert make("mrt", "MRT_TIME=2", "MRT_ANNEAL_TIME=3", "MRT2_TIME=4", stage3) == sorted(  # stage 2 resumes
+        [*["train"] * 3, *["translate"] * 3, *["score"] * 7])
     assert (recipe / "work" / "mrt2" / "checkpoint_best.pt").read_text() == "4"
+    _bump(recipe / "mrt3.yaml")  # a new stage-3 config: that fine-tune alone starts again
+    assert make("mrt", "MRT_TIME=2", "MRT_ANNEAL_TIME=3", "MRT2_TIME=4", stage3) == sorted(
+        ["train", "translate", *["score"] * 7])
     _bump(recipe / "transformer.yaml")  # a new parent: everything on top of it starts again
-    assert make("mrt", "MRT_TIME=2", "MRT_ANNEAL_TIME=3", "MRT2_TIME=4") == sorted(
-        ["prepare", *["train"] * 7, *["translate"] * 7, *["score"] * 6])
-    assert make("mrt", "MRT_TIME=2", "MRT_ANNEAL_TIME=3", "MRT2_TIME=4") == []
+    assert make("mrt", "MRT_TIME=2", "MRT_ANNEAL_TIME=3", "MRT2_TIME=4", stage3) == sorted(
+        ["prepare", *["train"] * 8, *["translate"] * 8, *["score"] * 7])
+    assert make("mrt", "MRT_TIME=2", "MRT_ANNEAL_TIME=3", "MRT2_TIME=4", stage3) == []
     assert make("confidence", "MRT_TIME=2", "MRT_ANNEAL_TIME=3", "MRT2_TIME=4") == ["translate", "translate"]
     assert "Spearman" in (recipe / "work" / "confidence.txt").read_text()
     assert make("confidence", "MRT_TIME=2", "MRT_ANNEAL_TIME=3", "MRT2_TIME=4") == []

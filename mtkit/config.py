@@ -227,11 +227,12 @@ class TrainingConfig:
         "ce", "What an update minimises: ce = label-smoothed cross-entropy of the reference; mrt = minimum "
         "risk training (Shen et al. 2016): the expected cost of the model's own candidates (+ mrt_ce_weight "
         "× ce); start it from a trained model (init_from).")
-    mrt_candidates: int = _f(8, "Candidates generated per source sentence (duplicates dropped).", 2, when=MRT)
+    mrt_candidates: int = _f(4, "Candidates generated per source sentence (duplicates dropped).", 2, when=MRT)
     mrt_search: Literal["sample", "beam", "both"] = _f(
-        "both", "How candidates are generated, by mtkit's search with the model being trained: "
+        "beam", "How candidates are generated, by mtkit's search with the model being trained: "
         "sample (ancestral, temperature 1, reseeded from seed, rank and update), beam (the n-best of a "
-        "beam of mrt_candidates), or both (half each, the beam's rounded up).", when=MRT)
+        "beam of mrt_candidates), or both (half each, the beam's rounded up). At mrt_alpha 1 samples "
+        "get almost no weight: sample and both suit a small alpha.", when=MRT)
     mrt_alpha: float = _f(1.0, "Sharpness α: candidate weights Q(y|x) ∝ P(y|x)^α, renormalised over a "
                           "sentence's candidates (P is the sequence probability, EOS included); the risk's "
                           "gradient scales with it.", 0, when=MRT)

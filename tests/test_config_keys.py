@@ -199,7 +199,7 @@ CASES: dict[str, list[Case]] = {
     # minimum risk training: two updates of the tiny model, its candidates scored against the references
     "training.objective": run("mrt"),
     "training.mrt_candidates": run(3, objective="mrt"),
-    "training.mrt_search": run("beam", objective="mrt"),
+    "training.mrt_search": run("sample", objective="mrt"),
     "training.mrt_alpha": run(0.5, objective="mrt"),
     "training.mrt_metric": run("chrf", objective="mrt"),
     "training.mrt_ce_weight": run(0.0, objective="mrt"),

@@ -210,8 +210,8 @@ def test_deb_mrt_recipe_tunes_three_stages_scores_them_and_reruns_nothing(tmp_pa
         return sorted(line.split()[0] for line in log.read_text().splitlines())
 
     # the parent and its beam output; stage 1's two fine-tunes, the anneal, stage 2's three fine-tunes,
-    # stage 3's one, and their outputs; seven score tables
-    assert make("mrt") == sorted(["prepare", *["train"] * 8, *["translate"] * 8, *["score"] * 7])
+    # stage 3's one, and their outputs (stage 3 and the anneal also at MRT3_LENGTH_PENALTY); nine tables
+    assert make("mrt") == sorted(["prepare", *["train"] * 8, *["translate"] * 10, *["score"] * 9])
     scores = (recipe / "work" / "mrt-scores.txt").read_text()
     hyp = "work/hyp/{}.beam5.de".format
     for table in (("transformer", "mrt-control", "mrt"), ("mrt-control", "mrt"), ("transformer", "anneal"),
@@ -221,10 +221,14 @@ def test_deb_mrt_recipe_tunes_three_stages_scores_them_and_reruns_nothing(tmp_pa
     assert scores.count("TABLE ") == 7
     assert scores.count("ratio = ") == 8  # each output's length ratio
     assert make("mrt") == []
-    assert make("mrt3") == ["score"]  # stage 3's own table, from the outputs already there
-    stage3_table = (recipe / "work" / "mrt3-scores.txt").read_text()
-    assert "TABLE " + " ".join(map(hyp, ("anneal", "mrt3"))) in stage3_table
-    assert make("mrt3", "MRT3_TIME=5") == ["score", "train", "translate"]  # stage 3 resumes, alone
+    assert make("mrt3") == []
+    stage3_tables = (recipe / "work" / "mrt3-scores.txt").read_text()
+    assert "TABLE " + " ".join(map(hyp, ("anneal", "mrt3"))) in stage3_tables
+    lp_hyp = "work/hyp/{}.beam5.lp1.5.de".format  # both decoded at the length penalty MRT3_LENGTH_PENALTY
+    assert "TABLE " + " ".join(map(lp_hyp, ("anneal", "mrt3"))) in stage3_tables
+    assert stage3_tables.count("ratio = ") == 4
+    assert make("mrt3", "MRT3_TIME=5") == sorted(  # stage 3 resumes, alone
+        ["train", "translate", "translate", "score", "score"])
     assert (recipe / "work" / "mrt3" / "checkpoint_best.pt").read_text() == "5"
     # a longer budget for stage 1: its two fine-tunes resume, stages 2 and 3 are left alone
     stage3 = "MRT3_TIME=5"
@@ -236,16 +240,16 @@ def test_deb_mrt_recipe_tunes_three_stages_scores_them_and_reruns_nothing(tmp_pa
     assert make("mrt", "MRT_TIME=2", stage3) == sorted(["train", "translate", *["score"] * 7])
     # the anneal resumes, stages 2 and 3 restart
     assert make("mrt", "MRT_TIME=2", "MRT_ANNEAL_TIME=3", stage3) == sorted(
-        [*["train"] * 5, *["translate"] * 5, *["score"] * 7])
+        [*["train"] * 5, *["translate"] * 7, *["score"] * 9])
     assert make("mrt", "MRT_TIME=2", "MRT_ANNEAL_TIME=3", "MRT2_TIME=4", stage3) == sorted(  # stage 2 resumes
         [*["train"] * 3, *["translate"] * 3, *["score"] * 7])
     assert (recipe / "work" / "mrt2" / "checkpoint_best.pt").read_text() == "4"
     _bump(recipe / "mrt3.yaml")  # a new stage-3 config: that fine-tune alone starts again
     assert make("mrt", "MRT_TIME=2", "MRT_ANNEAL_TIME=3", "MRT2_TIME=4", stage3) == sorted(
-        ["train", "translate", *["score"] * 7])
+        ["train", "translate", "translate", *["score"] * 9])
     _bump(recipe / "transformer.yaml")  # a new parent: everything on top of it starts again
     assert make("mrt", "MRT_TIME=2", "MRT_ANNEAL_TIME=3", "MRT2_TIME=4", stage3) == sorted(
-        ["prepare", *["train"] * 8, *["translate"] * 8, *["score"] * 7])
+        ["prepare", *["train"] * 8, *["translate"] * 10, *["score"] * 9])
     assert make("mrt", "MRT_TIME=2", "MRT_ANNEAL_TIME=3", "MRT2_TIME=4", stage3) == []
     assert make("confidence", "MRT_TIME=2", "MRT_ANNEAL_TIME=3", "MRT2_TIME=4") == ["translate", "translate"]
     assert "Spearman" in (recipe / "work" / "confidence.txt").read_text()

@@ -202,26 +202,27 @@ class MrtUpdater(Updater):
         refs, cands, costs = found.references, found.candidates, found.costs
         k = len(chunk)
         rows = [refs[i] for i in chunk] + [c for i in chunk for c in cands[i]]
-        sentence = [j for j, i in enumerate(chunk) for _ in cands[i]]
-        src = cpu_batch.src[chunk]  # each source once: row j of the pass translates source_rows[j]
+        # each source once: row j of the pass translates source row source_rows[j] (the references
+        # first, then each sentence's candidates); a candidate's source row is its sentence in the chunk
+        source_rows = list(range(k)) + [j for j, i in enumerate(chunk) for _ in cands[i]]
+        src = cpu_batch.src[chunk]
         src = src[:, : max(1, int((src != PAD_ID).sum(1).max()))]
-        host = [src, _padded(rows, BOS_ID, None), _padded(rows, None, EOS_ID),
-                torch.tensor(sentence, dtype=torch.long), torch.tensor([c for i in chunk for c in costs[i]])]
+        host = [src, _padded(rows, BOS_ID, None), _padded(rows, None, EOS_ID), torch.tensor(source_rows),
+                torch.tensor([c for i in chunk for c in costs[i]])]
         if self.device.type == "cuda":
             host = [t.pin_memory() for t in host]
-        src, tgt_in, tgt_out, sentence_of, cost = (t.to(self.device, non_blocking=True) for t in host)
+        src, tgt_in, tgt_out, rows_of, cost = (t.to(self.device, non_blocking=True) for t in host)
         tc = self.tc
         weight = self.model.output_proj.weight
         with autocast(self.device, self.autocast_dtype):
-            source_rows = torch.cat([torch.arange(k, device=self.device), sentence_of])
-            features, _ = self.train_model(src, tgt_in, project=False, source_rows=source_rows)
+            features, _ = self.train_model(src, tgt_in, project=False, source_rows=rows_of)
             ce, nll = projected_label_smoothed_nll(features[:k], weight, tgt_out[:k], tc.label_smoothing,
                                                    block_rows=self.loss_block_rows,
                                                    drop_padding=self.drop_padding)
             token_log_probs = projected_token_log_probs(features[k:], weight, tgt_out[k:],
                                                         block_rows=self.loss_block_rows,
                                                         drop_padding=self.drop_padding)
-        risk = expected_risk(token_log_probs.sum(1), sentence_of, cost, tc.mrt_alpha, k).sum()
+        risk = expected_risk(token_log_probs.sum(1), rows_of[k:], cost, tc.mrt_alpha, k).sum()
         return risk * scale + tc.mrt_ce_weight * ce, nll, risk
 
     def describe(self) -> str:

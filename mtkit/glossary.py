@@ -21,6 +21,7 @@ from pathlib import Path
 
 from mtkit.bpe import Bpe
 from mtkit.errors import DataError
+from mtkit.segment import valid_unicode
 from mtkit.vocab import UNK_ID
 
 
@@ -106,7 +107,9 @@ class Glossary:
 
 
 def encode_constraints(targets: list[str], bpe: Bpe, where: str) -> list[list[int]]:
-    """Per-line constraints (JSON input's ``"constraints"``): each target string's subwords."""
+    """Per-line constraints (JSON input's ``"constraints"``): each target string's subwords. A lone
+    surrogate becomes U+FFFD (`valid_unicode`), which the BPE cannot encode: an error naming it."""
+    targets = [valid_unicode(t) for t in targets]
     out = []
     for target, ids in zip(targets, bpe.encode_ids([" ".join(t.split()) for t in targets]), strict=True):
         if not target.strip():

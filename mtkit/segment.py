@@ -45,12 +45,46 @@ _DOTTED = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]")  # U.S, z.B: letters with inner
 _LIST_NUMBER = re.compile(r"\d{1,3}|[ivxIVX]{1,4}")
 
 
+# default-ignorable code points (Unicode's DerivedCoreProperties) outside category Cf: variation
+# selectors, fillers and the like, drawn as nothing; with Cf, Cc and whitespace they are what
+# `has_visible` looks through
+_IGNORABLE = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2065\u3164\ufe00-\ufe0f"
+                        "\uffa0\ufff0-\ufff8\U000e0000-\U000e0fff]")
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zs", "Zl", "Zp"})
+
+
+def valid_unicode(text: str) -> str:
+    """``text`` as a string that encodes to UTF-8: a surrogate pair left as two code points (text cut
+    from UTF-16, as JavaScript holds it) becomes the character it stands for, and a lone surrogate
+    (half an emoji, a JSON escape such as ``\\ud800``) becomes U+FFFD, as an undecodable byte does
+    when `mtkit translate` reads a file. Tokenizers and HTTP answers cannot encode a surrogate, so
+    none may pass into the library."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def has_visible(text: str) -> bool:
+    """Whether ``text`` holds a character that is drawn: not whitespace, a control, a format
+    character (bidi controls, zero-width spaces and joiners, soft hyphen) or another
+    default-ignorable one (variation selectors). A model given only such characters sees noise it
+    never saw in training and invents a sentence for it."""
+    return any(not (c.isspace() or unicodedata.category(c) in _INVISIBLE_CATEGORIES or _IGNORABLE.match(c))
+               for c in text)
+
+
 def clean_line(line: str) -> str:
-    """Control characters become spaces (they are never meaningful input and some tokenizers
-    choke on them); runs of whitespace collapse to one space."""
+    """The text a model is given for ``line``: valid Unicode (`valid_unicode`); control characters
+    become spaces (they are never meaningful input and some tokenizers choke on them); runs of
+    whitespace collapse to one space; a line with nothing visible (`has_visible`) is empty, so it is
+    translated into an empty line as a blank one is."""
+    line = valid_unicode(line)
     if any(unicodedata.category(c) == "Cc" for c in line):
         line = "".join(" " if unicodedata.category(c) == "Cc" else c for c in line)
-    return " ".join(line.split())
+    line = " ".join(line.split())
+    return line if has_visible(line) else ""
 
 
 def split_sentences(text: str) -> list[str]:
@@ -66,7 +100,7 @@ def split_sentences(text: str) -> list[str]:
         sentences.append(text[start:m.start(3) if m.group(4) is None else m.end()].strip())
         start = m.end()
     sentences.append(text[start:].strip())
-    return [s for s in sentences if s]
+    return [s for s in sentences if has_visible(s)]  # "你好。\u200b": no sentence of format characters
 
 
 def _ends_sentence(text: str, start: int, m: re.Match[str]) -> bool:
@@ -150,4 +184,4 @@ def _windows(ids: list[int], bpe: Bpe, limit: int) -> list[list[int]]:
     return out
 
 
-__all__ = ["clean_line", "cut_sentence", "split_sentences"]
+__all__ = ["clean_line", "cut_sentence", "has_visible", "split_sentences", "valid_unicode"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mtkit.bpe import Bpe, train_bpe
-from mtkit.segment import clean_line, cut_sentence, split_sentences
+from mtkit.segment import clean_line, cut_sentence, has_visible, split_sentences, valid_unicode
 
 
 @pytest.mark.parametrize("text, sentences", [
@@ -116,3 +116,24 @@ def test_cut_sentence_windows_keep_every_subword_in_order(bpe: Bpe):
 def test_clean_line_collapses_control_characters(tmp_path: Path):
     assert clean_line("a\x00b\tc\x1b[0m  d\r") == "a b c [0m d"
     assert clean_line(" \t\x0b ") == ""
+
+
+def test_surrogates_become_valid_unicode():
+    assert valid_unicode("c\ud800") == "c\ufffd"  # half an emoji: U+FFFD, as an undecodable byte
+    assert valid_unicode("\udc80 x \ud800") == "\ufffd x \ufffd"
+    assert valid_unicode("a\ud83d\ude00b") == "a\U0001f600b"  # a pair as two code points: its character
+    assert valid_unicode("plain text, 木") == "plain text, 木"
+    assert clean_line("c\ud800").encode("utf-8") == "c\ufffd".encode()
+
+
+@pytest.mark.parametrize("text", ["\u202e\u200b", "\u200b", "\ufe0f", "\u2066 \u2069", "\u00ad\u200d",
+                                  "\ufeff\u200e\u200f", "\U000e0041\U000e007f", "\u3164", "\u034f\u180e"])
+def test_a_line_with_nothing_visible_is_empty(text):
+    assert not has_visible(text)
+    assert clean_line(text) == ""
+
+
+def test_visible_text_keeps_its_format_characters():
+    for text in ["\u202eabc", "\u0301", "\ufffd", "a\u200db", "\ue000", "\u2800"]:
+        assert has_visible(text) and clean_line(text) == text
+    assert split_sentences("你好。\u200b") == ["你好。"]  # no sentence of format characters alone

@@ -121,6 +121,30 @@ def test_hostile_input_keeps_one_output_per_line(model_dir, capsys):
     assert err.count("warning:") == 1
 
 
+def test_lone_surrogates_translate_as_the_replacement_character(translator):
+    # what a JavaScript client sends after cutting an emoji in half; sentencepiece cannot encode it
+    out = translator.translate_hypotheses(["c\ud800", "the \udc80 house ."])
+    assert [t.text for t in out] == translator.translate(["c\ufffd", "the \ufffd house ."])
+    assert out[0].source == "c\ufffd"
+
+
+@pytest.mark.parametrize("engine", ["torch", "ct2"])
+def test_lines_with_nothing_visible_give_empty_translations(model_dir, engine, tmp_path):
+    """Bidi controls, zero-width and other format characters, variation selectors: a model given only
+    those invents a sentence (a random model, its longest one); the line must come back empty."""
+    model = model_dir
+    if engine == "ct2":
+        pytest.importorskip("ctranslate2")
+        from mtkit.export import run_export
+
+        model = run_export(model_dir, tmp_path / "exported")
+    tr = Translator(model, device="cpu", threads=1)
+    lines = ["\u202e\u200b", "\ufe0f", "\u2066 \u2069\u00ad", "\U000e0041\ufeff", "\u200b", "the cat ."]
+    out = tr.translate_hypotheses(lines)
+    assert [t.text for t in out[:-1]] == [""] * 5
+    assert all(t.hypotheses == [] for t in out[:-1]) and out[-1].text
+
+
 def capitalised(n: int, seed: int) -> list[str]:
     """Sentences as a paragraph holds them: a capital first word, a final . ? or !"""
     rng = random.Random(seed)
@@ -302,13 +326,13 @@ def _env() -> dict:
 def test_cli_hostile_stdin_keeps_line_count(model_dir):
     long_line = " ".join(random.Random(4).choice(WORDS) for _ in range(5000)).encode()
     lines = [b"", b"   ", b"the house is small .", long_line, b"bad \xff\xfe bytes \xc3",
-             b"ctrl \x00\x1b\x7f x", b"\t", b"where are you going ?"]
+             b"ctrl \x00\x1b\x7f x", b"\t", b"where are you going ?", "\u202e\u200b".encode()]
     stdin = b"\n".join(lines) + b"\n"
     res = run_cli("-m", str(model_dir), "--greedy", "--threads", "1", stdin=stdin)
     assert res.returncode == 0, res.stderr.decode()
     out = res.stdout.decode("utf-8").split("\n")
     assert out[-1] == "" and len(out) - 1 == len(lines)
-    assert out[0] == "" and out[1] == "" and out[6] == ""
+    assert out[0] == "" and out[1] == "" and out[6] == "" and out[8] == ""  # 8: nothing visible
     assert all(out[i] for i in (2, 3, 4, 5, 7))
     err = res.stderr.decode()
     assert "<stdin>:5: invalid UTF-8" in err

@@ -256,9 +256,12 @@ class Ct2Model:
             raise MtkitError(f"the ct2 engine cannot search with these settings ({_first_line(exc)})"
                              ) from None
         eos = self._forced_eos(source, [r.hypotheses for r in results])
+        rows = self._attention_rows(source, [r.hypotheses for r in results], options) if need_attention \
+            else {}
         out = []
         for n, result in enumerate(results):
-            attention = result.attention if need_attention else [None] * len(result.hypotheses)
+            attention = [rows.get((n, j), a) for j, a in enumerate(result.attention)] if need_attention \
+                else [None] * len(result.hypotheses)
             hyps = [self._hypothesis(tokens, score, eos.get((n, j), 0.0), att, penalty, cfg)
                     for j, (tokens, score, att) in enumerate(zip(result.hypotheses, result.scores, attention,
                                                                  strict=True))]
@@ -277,6 +280,29 @@ class Ct2Model:
                                              max_input_length=0)
         return {key: r.log_probs[-1] for key, r in zip(cut, scored, strict=True)}
 
+    def _attention_rows(self, source: list[list[str]], found: list[list[list[str]]], options: dict[str, Any]
+                        ) -> dict[tuple[int, int], list[list[float]]]:
+        """Attention of each beam-search hypothesis, keyed (sentence, rank), from a second, greedy pass
+        that forces the hypothesis as a target prefix. CTranslate2 4.x returns beam-search attention
+        whose earlier rows belong to other beams (up to 0.3 off the model's attention on the found
+        hypothesis; greedy search's is right, to 1e-6), so alignments and heatmaps would be wrong. The
+        pass reads one step past the prefix: the row of the step that ends the hypothesis (its EOS,
+        forced or not), which mtkit's attention always has."""
+        if options["beam_size"] == 1:
+            return {}
+        keys = [(n, j) for n, hyps in enumerate(found) for j in range(len(hyps))]
+        prefixes = [[p for p in found[n][j] if p != self._eos] for n, j in keys]
+        forced = ({"max_batch_size": options["max_batch_size"], "batch_type": "tokens"} if self.sub_batch
+                  else {})
+        try:
+            again = self.translator.translate_batch(
+                [source[n] for n, _ in keys], target_prefix=prefixes, beam_size=1, max_input_length=0,
+                max_decoding_length=max(len(p) for p in prefixes) + 1, return_attention=True,
+                return_end_token=True, suppress_sequences=self._suppress, **forced)
+        except (RuntimeError, ValueError) as exc:
+            raise MtkitError(f"the ct2 engine cannot compute attention here ({_first_line(exc)})") from None
+        return {key: r.attention[0][: len(p) + 1] for key, p, r in zip(keys, prefixes, again, strict=True)}
+
     def _hypothesis(self, pieces: list[str], score: float, forced_eos: float,
                     attention: list[list[float]] | None, penalty: float, cfg: DecodingConfig) -> Hypothesis:
         """One CTranslate2 hypothesis (pieces ending in EOS unless cut at the limit) as mtkit's."""
@@ -288,8 +314,8 @@ class Ct2Model:
             import torch  # attention matrices are tensors, for both engines
 
             att = torch.tensor(attention, dtype=torch.float32).reshape(len(attention), -1)
-            if not ended:  # mtkit's rows end with the EOS step; a cut hypothesis never had one
-                att = torch.cat([att, att.new_zeros(1, att.size(1))])
+            if len(att) < len(ids) + 1:  # mtkit's rows end with the EOS step; a greedy cut one had none
+                att = torch.cat([att, att.new_zeros(len(ids) + 1 - len(att), att.size(1))])
             att = att.unsqueeze(0)  # [1 (the mean of the heads), len(ids) + 1, S]
         return Hypothesis(ids, float(normalise(log_prob, len(ids) + 1, cfg)), log_prob, att)
 

@@ -35,6 +35,7 @@ from mtkit.train.trainer import train
 from mtkit.translator import Translator
 
 sys.path.insert(0, str(Path(__file__).parent))
+from near_ties import ForcedScorer, check_same_or_near_tie  # noqa: E402
 from train_helpers import make_data_dir, tiny_config  # noqa: E402
 
 needs_ct2 = pytest.mark.skipif(importlib.util.find_spec("ctranslate2") is None,
@@ -131,7 +132,10 @@ def test_exported_model_computes_the_same_log_probabilities(variant, bpe_dir, tm
         expected = log_probs.gather(1, torch.tensor([[*tgt, 3]]).t()).squeeze(1)  # the reference, then EOS
         assert torch.allclose(torch.tensor(result.log_probs), expected, atol=1e-4), variant
     lines = sentences(6, 4)  # step-by-step decoding: cached positions, relative distances, the limit
-    assert exact(exported, beam_size=1).translate(lines) == exact(model_dir, beam_size=1).translate(lines)
+    reference = exact(model_dir, beam_size=1)
+    check_same_or_near_tie(model_dir, lines, reference.translate_hypotheses(lines),
+                           exact(exported, beam_size=1).translate_hypotheses(lines), reference.decoding, 1,
+                           max_differing=1, ct2_involved=True)
 
 
 @needs_ct2
@@ -203,20 +207,31 @@ def test_without_ctranslate2_torch_works_and_ct2_says_how_to_install(trained, tm
                                       {"beam_size": 4, "overrides": ["decoding.length_norm=none"]}],
                          ids=["greedy", "beam4", "beam4-no-length-norm"])
 def test_outputs_equal_torch_fp32_line_for_line(trained, settings):
+    """Line for line the same output as the torch engine, but for near-ties (tests/near_ties.py): the
+    two engines round differently, and differently again on each CPU kind, so where two candidates
+    score within that noise either engine may pick either; at most 2 of the 28 lines may differ so,
+    each re-scored by the PyTorch model to show it was a tie."""
     model_dir, exported, lines = trained
     lines = lines + HOSTILE
     settings = dict(settings)
     overrides = [*settings.pop("overrides", []), "decoding.max_input_tokens=24"]  # the long line is split
-    torch_run = exact(model_dir, overrides=overrides, **settings).translate_hypotheses(lines, True)
+    reference = exact(model_dir, overrides=overrides, **settings)
+    torch_run = reference.translate_hypotheses(lines, True)
     ct2 = exact(exported, overrides=overrides, **settings)
     assert ct2.engine == "ct2"
     ct2_run = ct2.translate_hypotheses(lines, need_attention=True)
-    assert [t.text for t in ct2_run] == [t.text for t in torch_run]
+    differing = check_same_or_near_tie(model_dir, lines, torch_run, ct2_run, reference.decoding,
+                                       settings["beam_size"], max_differing=2, ct2_involved=True)
     assert sum(bool(t.text) for t in torch_run) >= len(lines) - 2  # not a degenerate model
-    for a, b in zip(torch_run, ct2_run, strict=True):
-        if a.hypotheses:
+    for n, (a, b) in enumerate(zip(torch_run, ct2_run, strict=True)):
+        if a.hypotheses and n not in differing:
             assert b.hypotheses[0].token_ids == a.hypotheses[0].token_ids
-            assert b.hypotheses[0].alignment == a.hypotheses[0].alignment  # mean of the last layer's heads
+            # the mean of the last layer's heads at each output token (alignments are its argmax per
+            # row; the EOS row is left out: CTranslate2 has none where it cut a hypothesis at its limit)
+            rows = len(a.hypotheses[0].token_ids)
+            heads_mean = a.hypotheses[0].attention.mean(0, keepdim=True)[:, :rows]
+            assert b.hypotheses[0].attention[:, :rows].shape == heads_mean.shape
+            assert torch.allclose(b.hypotheses[0].attention[:, :rows], heads_mean, atol=1e-4)
             # CTranslate2 renormalises after blocking <pad> and <s>: log-probabilities differ a little
             assert b.hypotheses[0].log_prob == pytest.approx(a.hypotheses[0].log_prob, rel=0.05, abs=0.1)
 
@@ -231,10 +246,14 @@ def test_every_sentence_keeps_its_own_length_limit(trained, beam):
     for line, tr in zip(lines, ct2.translate_hypotheses(lines), strict=True):
         assert len(tr.hypotheses[0].token_ids) <= int(0.5 * len(bpe.encode_ids([line])[0]) + 1)
     if beam == 1:  # greedy search is cut where mtkit forces EOS: the same text, and EOS is scored
-        reference = exact(model_dir, beam_size=1, overrides=overrides).translate_hypotheses(lines)
-        for a, b in zip(reference, ct2.translate_hypotheses(lines), strict=True):
-            assert b.text == a.text
-            assert b.hypotheses[0].log_prob == pytest.approx(a.hypotheses[0].log_prob, rel=0.05, abs=0.1)
+        torch_engine = exact(model_dir, beam_size=1, overrides=overrides)
+        reference = torch_engine.translate_hypotheses(lines)
+        found = ct2.translate_hypotheses(lines)
+        differing = check_same_or_near_tie(model_dir, lines, reference, found, torch_engine.decoding, 1,
+                                           max_differing=2, ct2_involved=True)
+        for n, (a, b) in enumerate(zip(reference, found, strict=True)):
+            if n not in differing:
+                assert b.hypotheses[0].log_prob == pytest.approx(a.hypotheses[0].log_prob, rel=0.05, abs=0.1)
 
 
 @needs_ct2
@@ -254,10 +273,27 @@ def test_int8_export_loads_and_translates(trained, tmp_path):
     model_dir, exported, lines = trained
     int8 = run_export(model_dir, tmp_path / "int8", quantization="int8")
     assert (int8 / "model.bin").stat().st_size < (exported / "model.bin").stat().st_size
-    got = Translator(int8, device="cpu", threads=1).translate(lines + HOSTILE)
-    assert len(got) == len(lines) + len(HOSTILE)
-    reference = exact(exported).translate(lines)
-    assert sum(a == b for a, b in zip(got[:len(lines)], reference, strict=True)) >= len(lines) * 0.7
+    found = Translator(int8, device="cpu", threads=1).translate_hypotheses(lines + HOSTILE)
+    assert len(found) == len(lines) + len(HOSTILE)
+    reference = exact(model_dir).translate_hypotheses(lines)
+    # What int8 keeps on every CPU kind: its translations are nearly as probable under the fp32 model
+    # as the fp32 model's own (mean log-probability a token, EOS included). How many lines come out
+    # identical is not such a property: int8 matrix products round differently per ISA (AVX2 without
+    # VNNI saturates int16 sums); 17 of these 24 lines were equal on an AVX-512 machine, 10 on an AVX2
+    # one. Measured on AVX2 (both CTranslate2 ISAs): -0.32 for the fp32 model's output, -0.65 for
+    # int8's; exports broken on purpose (a transposed out_proj, positions off by one, no √d scale) gave
+    # -4.3 to -6.1; a uniform guess over this vocabulary is -3.2. Allowed: 1.0 below fp32.
+    scorer = ForcedScorer(model_dir)
+
+    def per_token(translations) -> float:
+        total = tokens = 0.0
+        for line, tr in zip(lines, translations, strict=False):
+            src = scorer.bpe.encode_ids([line])[0]
+            total += scorer.score(src, tr.hypotheses[0].token_ids)[0]
+            tokens += len(tr.hypotheses[0].token_ids) + 1
+        return total / tokens
+    fp32_quality, int8_quality = per_token(reference), per_token(found[:len(lines)])
+    assert int8_quality >= fp32_quality - 1.0, (int8_quality, fp32_quality)
 
 
 @needs_ct2
@@ -339,8 +375,9 @@ def test_exported_model_translates_without_torch_in_the_process(trained, tmp_pat
                            "-o", str(out), "--beam", str(beam), "--threads", "2"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stderr.strip().endswith("torch not loaded"), proc.stderr
-    reference = exact(exported, beam_size=beam).translate(lines + HOSTILE)
-    assert out.read_text(encoding="utf-8").splitlines() == reference
+    # the same engine with the same threads (so the same sub-batches) in this process: the same lines
+    same = Translator(exported, device="cpu", threads=2, precision="fp32", beam_size=beam)
+    assert out.read_text(encoding="utf-8").splitlines() == same.translate(lines + HOSTILE)
 
 
 @needs_ct2
@@ -350,15 +387,21 @@ def test_sub_batches_on_two_translators_give_the_same_lines(trained, monkeypatch
     side: the lines, their order and their scores do not change."""
     import mtkit.ct2
 
-    _, exported, lines = trained
-    whole = exact(exported, beam_size=beam).translate_hypotheses(lines)
+    model_dir, exported, lines = trained
+    one = exact(exported, beam_size=beam)
+    whole = one.translate_hypotheses(lines)
     monkeypatch.setattr(mtkit.ct2, "SUB_BATCH_TOKENS", 8)  # ~1 sentence per sub-batch
     split = Translator(exported, device="cpu", threads=2, precision="fp32", beam_size=beam)
     assert split.model.num_translators == 2 and split.backend.sub_batch == 8
     found = split.translate_hypotheses(lines)
-    assert [t.text for t in found] == [t.text for t in whole]
-    assert [t.hypotheses[0].score for t in found] == pytest.approx([t.hypotheses[0].score for t in whole],
-                                                                   rel=1e-4)  # padding differs
+    # padding differs, and so does rounding: near-ties may go either way (tests/near_ties.py)
+    differing = check_same_or_near_tie(model_dir, lines, whole, found, one.decoding, beam, max_differing=2,
+                                       ct2_involved=True)
+    assert [t.text for n, t in enumerate(found) if n not in differing] == \
+        [t.text for n, t in enumerate(whole) if n not in differing]
+    for n, (a, b) in enumerate(zip(whole, found, strict=True)):
+        if n not in differing:
+            assert b.hypotheses[0].score == pytest.approx(a.hypotheses[0].score, rel=1e-4)
 
 
 # ------------------------------------------------------------------------------------------ Argos

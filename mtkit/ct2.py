@@ -42,6 +42,7 @@ from mtkit.config import Config, DecodingConfig, apply_overrides, from_dict
 from mtkit.data.meta import DataMeta
 from mtkit.device import check_decode_precision
 from mtkit.errors import CheckpointError, ConfigError, DataError, MtkitError
+from mtkit.textio import warn
 from mtkit.translation import Hypothesis, normalise
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
@@ -52,7 +53,7 @@ MANIFEST = "mtkit_export.json"
 #: source subwords of one CPU sub-batch (see Ct2Model); divided by the beam size for int8 weights
 SUB_BATCH_TOKENS = 1024
 FORMAT = "mtkit-ct2"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the manifest's config holds data.max_len (version 1 exports lacked it)
 
 
 def require_ctranslate2() -> ModuleType:
@@ -93,10 +94,14 @@ def read_manifest(directory: str | Path, overrides: Sequence[str] = ()) -> Expor
         raise CheckpointError(f"{path}: unreadable export manifest ({exc})") from None
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not an mtkit export manifest")
-    if raw.get("version") != FORMAT_VERSION:
+    if raw.get("version") not in (1, FORMAT_VERSION):
         raise CheckpointError(f"{path}: export format version {raw.get('version')} is not "
                               f"{FORMAT_VERSION}; export the model again with this mtkit")
     try:
+        if raw["version"] == 1 or "max_len" not in raw["config"].get("data", {}):
+            warn(f"{path}: written by an older mtkit without the model's input limit (data.max_len), so "
+                 "long sentences are cut at decoding.max_input_tokens only, unlike the model directory; "
+                 "export the model again")
         config = from_dict(apply_overrides(raw["config"], list(overrides)), stored=True)
         meta = DataMeta.from_dict(raw["meta"], str(path))
         positions = raw.get("max_positions")

@@ -157,7 +157,11 @@ def write_ct2(loaded: LoadedModel, directory: Path, quantization: str, ct2: Any)
         "special_tokens": {"pad": tgt_pieces[PAD_ID], "unk": tgt_pieces[UNK_ID], "bos": tgt_pieces[BOS_ID],
                            "eos": tgt_pieces[EOS_ID]},
         "meta": meta.to_dict(),
-        "config": {"model": config["model"], "decoding": config["decoding"]},
+        # what changes a translation travels with the model: the architecture, the decoding defaults and
+        # the input limit (data.max_len: longer sentences are cut into parts, as the torch engine does);
+        # the rest of the data section names the user's training files and stays behind
+        "config": {"model": config["model"], "decoding": config["decoding"],
+                   "data": {"max_len": config["data"]["max_len"]}},
     }
     (directory / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
                                       encoding="utf-8")

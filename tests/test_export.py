@@ -13,6 +13,7 @@ import dataclasses
 import importlib.util
 import json
 import random
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -23,7 +24,7 @@ import pytest
 import torch
 
 from mtkit.bpe import Bpe, train_bpe
-from mtkit.checkpoint import save_checkpoint
+from mtkit.checkpoint import load_checkpoint, save_checkpoint
 from mtkit.config import Config, ModelConfig, to_dict
 from mtkit.ct2 import MANIFEST, is_exported
 from mtkit.engine import resolve_engine
@@ -254,6 +255,53 @@ def test_every_sentence_keeps_its_own_length_limit(trained, beam):
         for n, (a, b) in enumerate(zip(reference, found, strict=True)):
             if n not in differing:
                 assert b.hypotheses[0].log_prob == pytest.approx(a.hypotheses[0].log_prob, rel=0.05, abs=0.1)
+
+
+@needs_ct2
+def test_everything_that_changes_a_translation_travels_into_the_export(trained, tmp_path, capsys):
+    """The input limit a model was trained with (data.max_len: a longer sentence is cut into parts),
+    its languages, BPE models and decoding defaults reach the ct2 engine exactly as the torch engine
+    sees them in the model directory (an export once kept only the model and decoding sections, so
+    the ct2 engine translated such sentences whole)."""
+    model_dir, _, _ = trained
+    short = tmp_path / "short"
+    shutil.copytree(model_dir, short, ignore=shutil.ignore_patterns("*.lock"))
+    for checkpoint in short.glob("checkpoint*.pt"):
+        state = load_checkpoint(checkpoint)
+        state["config"]["data"]["max_len"] = 12
+        state["config"]["decoding"].update(beam_size=3, max_len_a=1.5, length_penalty=0.6)
+        save_checkpoint(state, checkpoint)
+    exported = run_export(short, tmp_path / "ct2")
+    torch_engine, ct2 = exact(short), exact(exported)
+    assert ct2.engine == "ct2" and torch_engine.max_input_tokens == ct2.max_input_tokens == 12
+    assert ct2._limit_reason == torch_engine._limit_reason
+    assert ct2.decoding == torch_engine.decoding and ct2.config.model == torch_engine.config.model
+    assert ct2.config.data.max_len == 12
+    assert (ct2.meta.src_lang, ct2.meta.tgt_lang, ct2.meta.src_bpe, ct2.meta.tgt_bpe) == \
+        (torch_engine.meta.src_lang, torch_engine.meta.tgt_lang, torch_engine.meta.src_bpe,
+         torch_engine.meta.tgt_bpe)
+    long_line = "gli id k gje hk lfb ab ba fe ll kji ca de gh"  # 38 subwords: 4 parts of at most 12
+    capsys.readouterr()
+    for engine in (torch_engine, ct2):
+        engine.translate([long_line])
+    warnings = capsys.readouterr().err.splitlines()
+    assert len(warnings) == 2 and warnings[0] == warnings[1] and "in 4 parts" in warnings[0], warnings
+
+
+@needs_ct2
+def test_an_export_without_the_input_limit_says_so(trained, tmp_path, capsys):
+    """Exports of format version 1 lack data.max_len: they still load, with one warning line."""
+    _, exported, _ = trained
+    old = tmp_path / "old"
+    shutil.copytree(exported, old)
+    manifest = json.loads((old / MANIFEST).read_text(encoding="utf-8"))
+    manifest["version"] = 1
+    del manifest["config"]["data"]
+    (old / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    capsys.readouterr()
+    assert exact(old).config.data.max_len == 250  # the default: what version 1 gave
+    warning = capsys.readouterr().err.splitlines()
+    assert len(warning) == 1 and "without the model's input limit" in warning[0] and "export" in warning[0]
 
 
 @needs_ct2

@@ -1,0 +1,81 @@
+"""Language identification: which language a text is in, among all the identifier knows or among a
+given few (the source languages a server translates from).
+
+The identifier is py3langid (a naive Bayes classifier over byte n-grams, the model shipped inside
+its wheel: nothing is downloaded, numpy is all it needs), an optional dependency of the ``serve``
+extra. Its model takes about a second to load, so it is loaded once per process, on first use, and
+shared: classifying reads it and never changes it, so threads may share it.
+
+Why restricting to a few languages is the useful question: a server asked for ``source: auto`` can
+only choose among the models it holds, and among two or three European languages a short sentence is
+told apart far more reliably than among the identifier's 97 (docs/results.md has both figures). The
+probabilities among the few are the identifier's over all its languages renormalised over the few.
+"""
+
+from __future__ import annotations
+
+import threading
+import unicodedata
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any
+
+from mtkit.errors import ConfigError
+from mtkit.segment import clean_line
+
+NEEDS = ("language detection needs py3langid: pip install 'mtkit[serve]' "
+         "(or pip install 'py3langid>=0.4,<0.5')")
+
+
+@dataclass(frozen=True)
+class Guess:
+    """A language (ISO 639-1 code where one exists) and the probability, 0 to 1, that the text is in it."""
+
+    language: str
+    probability: float
+
+
+class LanguageIdentifier:
+    """py3langid's model, loaded once: ``rank`` and ``best`` over all its languages or a few."""
+
+    _lock = threading.Lock()
+    _model: Any = None
+
+    def __init__(self) -> None:
+        self.model = self._load()
+        self.languages: frozenset[str] = frozenset(self.model.labels)
+
+    @classmethod
+    def _load(cls) -> Any:
+        with cls._lock:
+            if cls._model is None:
+                try:
+                    from py3langid.langid import MODEL_FILE
+                    from py3langid.langid import LanguageIdentifier as Model
+                except ImportError:
+                    raise ConfigError(NEEDS) from None
+                cls._model = Model.from_model_file(MODEL_FILE, norm_probs=True)
+            return cls._model
+
+    def rank(self, text: str, among: Collection[str] | None = None) -> list[Guess]:
+        """Every language (or each of ``among`` the identifier knows), most probable first. A text
+        with no letter (digits, punctuation, nothing visible) tells nothing: every probability is 0."""
+        cleaned = clean_line(text)
+        known = None if among is None else [lang for lang in dict.fromkeys(among) if lang in self.languages]
+        if not any(unicodedata.category(c).startswith("L") for c in cleaned):
+            return [Guess(lang, 0.0) for lang in sorted(known if known is not None else self.languages)]
+        scores = self.model.rank(cleaned)
+        if known is not None:
+            wanted = set(known)
+            scores = [(lang, p) for lang, p in scores if lang in wanted]
+        total = sum(p for _, p in scores)
+        return [Guess(lang, p / total if total > 0 else 0.0) for lang, p in scores]
+
+    def best(self, text: str, among: Collection[str] | None = None) -> Guess | None:
+        """The most probable language of ``text`` (among ``among``); None when the identifier knows
+        none of ``among``."""
+        ranked = self.rank(text, among)
+        return ranked[0] if ranked else None
+
+
+__all__ = ["NEEDS", "Guess", "LanguageIdentifier"]

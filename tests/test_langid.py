@@ -1,0 +1,53 @@
+"""mtkit.langid: the language of a text among all the identifier knows or among a few; probabilities
+renormalised over the few; nothing to go on gives 0; without py3langid one line says how to install it."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from mtkit.errors import ConfigError
+from mtkit.langid import NEEDS, LanguageIdentifier
+
+pytest.importorskip("py3langid")
+
+SENTENCES = {"en": "The file could not be saved because the disk is full.",
+             "de": "Die Datei konnte nicht gespeichert werden, weil die Festplatte voll ist.",
+             "es": "No se pudo guardar el archivo porque el disco está lleno."}
+
+
+@pytest.fixture(scope="module")
+def identifier() -> LanguageIdentifier:
+    return LanguageIdentifier()
+
+
+def test_each_language_is_found_among_all_and_among_a_few(identifier):
+    for lang, text in SENTENCES.items():
+        assert identifier.best(text).language == lang
+        among = identifier.rank(text, ["es", "de", "en"])
+        assert [g.language for g in among][0] == lang and len(among) == 3
+        assert sum(g.probability for g in among) == pytest.approx(1.0, abs=1e-5)
+        assert among == sorted(among, key=lambda g: -g.probability)
+
+
+def test_probabilities_among_a_few_are_the_full_ones_renormalised(identifier):
+    text = "No se pudo guardar el archivo."
+    full = {g.language: g.probability for g in identifier.rank(text)}
+    among = identifier.rank(text, ["en", "es"])
+    assert among[0].probability == pytest.approx(full["es"] / (full["en"] + full["es"]), rel=1e-5)
+
+
+def test_languages_it_does_not_know_are_left_out_and_no_letters_tell_nothing(identifier):
+    assert [g.language for g in identifier.rank(SENTENCES["de"], ["de", "xx"])] == ["de"]
+    assert identifier.best(SENTENCES["de"], ["xx"]) is None
+    for text in ["", "123 456", "!!! ...", "\u202e\u200b", "\ud800"]:
+        assert {g.probability for g in identifier.rank(text, ["en", "de"])} == {0.0}
+
+
+def test_without_py3langid_one_line_says_how_to_install_it(monkeypatch):
+    monkeypatch.setattr(LanguageIdentifier, "_model", None)
+    monkeypatch.setitem(sys.modules, "py3langid.langid", None)
+    with pytest.raises(ConfigError) as caught:
+        LanguageIdentifier()
+    assert str(caught.value) == NEEDS and "pip install 'mtkit[serve]'" in NEEDS

@@ -18,11 +18,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_translator import WORDS, make_model_dir  # noqa: E402, F401
 
 
-def served_model(root: Path, target: str = "de", seed: int = 0) -> Path:
-    """A tiny random en→``target`` model directory (see test_translator.make_model_dir)."""
-    model = make_model_dir(root, seed=seed, beam_size=3, max_len_a=1.0, max_len_b=4)
+def served_model(root: Path, target: str = "de", seed: int = 0, source: str = "en", **decoding) -> Path:
+    """A tiny random ``source``→``target`` model directory (see test_translator.make_model_dir);
+    ``decoding`` overrides its decoding settings (beam 3, translations of up to the source's length + 4)."""
+    model = make_model_dir(root, seed=seed, **{"beam_size": 3, "max_len_a": 1.0, "max_len_b": 4, **decoding})
     checkpoint = model / "checkpoint_best.pt"
     state = load_checkpoint(checkpoint)
+    state["vocab"]["src_lang"] = source
     state["vocab"]["tgt_lang"] = target
     save_checkpoint(state, checkpoint)
     (model / "meta.json").write_text(json.dumps(state["vocab"]), encoding="utf-8")

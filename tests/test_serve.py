@@ -132,6 +132,96 @@ def test_invalid_utf8_and_control_characters_are_handled_as_translate_handles_th
     assert reply.json()["translatedText"] == reference["de"].translate(["the house \ufffd is\x07 small"])[0]
 
 
+def post_json(client, path: str, body: dict):
+    """A JSON body as a browser's JSON.stringify writes it: a lone surrogate as its escape, which
+    httpx's own encoder (UTF-8, strict) cannot write."""
+    return client.post(path, content=json.dumps(body).encode(), headers={"content-type": "application/json"})
+
+
+def test_a_lone_surrogate_is_translated_as_the_replacement_character(client, reference):
+    expected = reference["de"].translate(["c\ufffd"])[0]
+    reply = post_json(client, "/translate", {"q": "c\ud800", "source": "en", "target": "de"})
+    assert reply.status_code == 200 and reply.json() == {"translatedText": expected}
+    reply = post_json(client, "/v1/translate", {"text": ["c\ud800"], "source": "en", "target": "de"})
+    assert reply.status_code == 200 and reply.json()["translations"][0]["text"] == expected
+    refused = post_json(client, "/translate", {"q": "x", "source": "\ud800", "target": "de"})
+    assert refused.status_code == 400 and refused.json() == {"error": "\ufffd is not supported"}
+
+
+def test_text_with_nothing_visible_gives_an_empty_translation(client):
+    reply = post_json(client, "/translate", {"q": ["\u202e\u200b", "\ufe0f \u2066"], "source": "en",
+                                             "target": "de"})
+    assert reply.json() == {"translatedText": ["", ""]}
+    (translation,) = post_json(client, "/v1/translate", {"text": "\u202e\u200b", "model": "en-de"}
+                               ).json()["translations"]
+    assert translation == {"text": "", "sentences": []}
+
+
+def test_a_multipart_form_as_libretranslates_own_page_sends_it(client, reference):
+    fields = {"q": "the house is small .", "source": "en", "target": "es", "format": "text", "api_key": ""}
+    reply = client.post("/translate", files={k: (None, v) for k, v in fields.items()})
+    assert reply.request.headers["content-type"].startswith("multipart/form-data; boundary=")
+    assert reply.json() == {"translatedText": reference["es"].translate([fields["q"]])[0]}
+    a_file = client.post("/translate", files={"q": ("a.txt", b"tea")}, data={"source": "en", "target": "de"})
+    assert a_file.status_code == 400 and "file translation is not supported" in a_file.json()["error"]
+
+
+# ------------------------------------------------------------------- /detect and source auto
+SPANISH = "No se pudo guardar el archivo porque el disco está lleno."
+ENGLISH = "The file could not be saved because the disk is full."
+
+
+@pytest.fixture(scope="module")
+def multilingual(models, tmp_path_factory):
+    """A server of en→de and es→de: `source: auto` into German chooses between them."""
+    pytest.importorskip("py3langid")
+    es_de = served_model(tmp_path_factory.mktemp("es-de"), "de", seed=2, source="es")
+    app = build_app([models["de"], es_de], EXACT, ServeOptions())
+    with TestClient(app) as c:
+        yield c, offline(es_de)
+
+
+def test_detect_answers_libretranslates_shape_among_the_served_languages(multilingual):
+    client, _ = multilingual
+    for text, lang in ((ENGLISH, "en"), (SPANISH, "es")):
+        found = client.post("/detect", json={"q": text}).json()
+        assert [d["language"] for d in found] == [lang, {"en": "es", "es": "en"}[lang]]
+        assert found[0]["confidence"] > 90
+        assert sum(d["confidence"] for d in found) == pytest.approx(100, abs=0.2)
+        assert client.post("/detect", data={"q": text}).json() == found  # a form, as libretranslatepy sends
+    german = client.post("/detect", json={"q": "Die Datei konnte nicht gespeichert werden."}).json()
+    assert {d["language"] for d in german} == {"en", "es"}  # no German model: never the answer
+    for body in ({}, {"q": ""}, {"q": []}):
+        reply = client.post("/detect", json=body)
+        assert reply.status_code == 400 and reply.json() == {"error": "Invalid request: missing q parameter"}
+
+
+def test_source_auto_translates_each_text_with_the_model_of_its_language(multilingual, reference):
+    client, es_de = multilingual
+    reply = client.post("/translate", json={"q": [ENGLISH, SPANISH], "source": "auto", "target": "de"}).json()
+    assert reply["translatedText"] == [reference["de"].translate([ENGLISH])[0], es_de.translate([SPANISH])[0]]
+    assert [d["language"] for d in reply["detectedLanguage"]] == ["en", "es"]
+    assert all(d["confidence"] > 90 for d in reply["detectedLanguage"])
+    one = client.post("/translate", data={"q": SPANISH, "source": "auto", "target": "de"}).json()
+    assert one["detectedLanguage"]["language"] == "es"
+    assert one["translatedText"] == es_de.translate([SPANISH])[0]
+    v1 = client.post("/v1/translate", json={"text": SPANISH, "source": "auto", "target": "de"})
+    assert v1.status_code == 400 and "name the source language" in v1.json()["error"]
+
+
+def test_without_the_identifier_detection_is_one_line_naming_the_package(multilingual, client, monkeypatch):
+    from mtkit.langid import LanguageIdentifier
+
+    multi, _ = multilingual
+    monkeypatch.setattr(multi.app.state.models, "_identifier", None)
+    monkeypatch.setattr(LanguageIdentifier, "_model", None)
+    monkeypatch.setitem(sys.modules, "py3langid.langid", None)
+    reply = multi.post("/detect", json={"q": ENGLISH})
+    assert reply.status_code == 501 and "pip install 'mtkit[serve]'" in reply.json()["error"]
+    # one language served: nothing to choose, no identifier needed
+    assert client.post("/detect", json={"q": SPANISH}).json() == [{"confidence": 100.0, "language": "en"}]
+
+
 # ------------------------------------------------------------------------------------- mtkit's API
 def test_v1_gives_sentences_confidence_and_attention(client, reference):
     paragraph = "The cat sat on the mat. Where are you going? We like green tea!"
@@ -194,6 +284,7 @@ def test_api_keys_and_their_limits(models, tmp_path):
     with TestClient(app) as client:
         assert client.get("/frontend/settings").json()["keyRequired"] is True
         assert client.post("/translate", json=body).status_code == 403
+        assert client.post("/detect", json={"q": "tea"}).status_code == 403
         wrong = client.post("/translate", json={**body, "api_key": "wrong"})
         assert wrong.json() == {"error": "Invalid API key"}
         for _ in range(3):

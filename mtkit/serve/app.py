@@ -2,24 +2,23 @@
 
 Two APIs over the same models:
 
-- LibreTranslate's (``POST /translate``, ``GET /languages``, ``GET /frontend/settings``), so that
-  LibreTranslate clients and integrations work unchanged; fields mtkit cannot honour are refused with
-  400, never ignored (docs/serve.md lists them).
+- LibreTranslate's (``POST /translate``, ``POST /detect``, ``GET /languages``, ``GET
+  /frontend/settings``), so that LibreTranslate clients and integrations work unchanged; fields mtkit
+  cannot honour are refused with 400, never ignored (docs/serve.md lists them). ``source: "auto"``
+  and ``/detect`` identify the language among those served (`mtkit.langid`).
 - mtkit's own (``POST /v1/translate``, ``GET /v1/models``): beam size, n-best with scores, each
   sentence's confidence, subwords and attention.
 
-Requests are read here (size limit, JSON or url-encoded form, lenient UTF-8 as `mtkit translate`
-reads files), validated by pydantic, checked against the API keys, and queued on the model's
-`Batcher`, which translates concurrent requests together. Every error is one JSON line
-``{"error": "..."}`` with LibreTranslate's status codes.
+Requests are read (`mtkit.serve.bodies`: size limit, JSON or a form, valid Unicode whatever was
+sent), validated by pydantic, checked against the API keys, and queued on the model's `Batcher`,
+which translates concurrent requests together. Every error is one JSON line ``{"error": "..."}``
+with LibreTranslate's status codes; no request, however malformed, is answered 500.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import time
-import urllib.parse
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from importlib import resources
@@ -30,11 +29,13 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from mtkit.errors import MtkitError
+from mtkit.errors import ConfigError, MtkitError
+from mtkit.langid import Guess
 from mtkit.serve.batcher import QueueFull, Settings
+from mtkit.serve.bodies import HTTPError, parse_body, read_body
 from mtkit.serve.metrics import ServerMetrics
 from mtkit.serve.models import ModelSet, ServedModel, sentences_of
-from mtkit.serve.replies import libre_reply, v1_reply
+from mtkit.serve.replies import detections, libre_reply, v1_reply
 from mtkit.serve.security import KeyRing
 
 
@@ -50,12 +51,6 @@ class ServerSettings:
     cors_origins: list[str] = field(default_factory=list)
 
 
-class HTTPError(Exception):
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None):
-        super().__init__(message)
-        self.status, self.message, self.headers = status, message, headers or {}
-
-
 class LibreRequest(BaseModel):
     """LibreTranslate's /translate fields (others, such as its file options, are ignored as there)."""
 
@@ -65,6 +60,14 @@ class LibreRequest(BaseModel):
     target: str
     format: Literal["text", "html"] = "text"
     alternatives: int = Field(0, ge=0)
+    api_key: str | None = None
+
+
+class DetectRequest(BaseModel):
+    """LibreTranslate's /detect: the text (mtkit also takes a list, identified as one text)."""
+
+    model_config = ConfigDict(extra="ignore")
+    q: str | list[str]
     api_key: str | None = None
 
 
@@ -89,40 +92,6 @@ def _one_line(exc: ValidationError) -> str:
     if first.get("type") == "missing":
         return f"missing {where} parameter"
     return f"{where}: {first.get('msg', 'invalid')}"
-
-
-async def _read_body(request: Request, limit: int) -> bytes:
-    """The body, refused with 413 past ``limit`` bytes (announced or actually sent)."""
-    announced = request.headers.get("content-length")
-    if announced and announced.isdigit() and int(announced) > limit:
-        raise HTTPError(413, f"request body of {int(announced):,} bytes is over the limit of {limit:,}")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise HTTPError(413, f"request body is over the limit of {limit:,} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _parse(body: bytes, content_type: str) -> dict[str, Any]:
-    """JSON or a url-encoded form; undecodable bytes become U+FFFD, as in `mtkit translate`."""
-    text = body.decode("utf-8", errors="replace")
-    kind = content_type.split(";")[0].strip().lower()
-    if kind == "application/x-www-form-urlencoded":
-        fields = urllib.parse.parse_qs(text, keep_blank_values=True)
-        return {k: v if k == "q" and len(v) > 1 else v[-1] for k, v in fields.items()}
-    if kind not in ("application/json", ""):
-        raise HTTPError(415, f"content type {kind}: send application/json or "
-                             "application/x-www-form-urlencoded")
-    try:
-        data = json.loads(text, strict=False)  # control characters in strings: cleaned later, as in files
-    except json.JSONDecodeError as exc:
-        raise HTTPError(400, f"Invalid request: the body is not JSON ({exc.msg} at line {exc.lineno} "
-                             f"column {exc.colno})") from None
-    if not isinstance(data, dict):
-        raise HTTPError(400, "Invalid request: the body must be a JSON object")
-    return data
 
 
 def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None = None) -> FastAPI:
@@ -153,8 +122,8 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
         return response
 
     async def request_data(request: Request) -> dict[str, Any]:
-        body = await _read_body(request, settings.max_body)
-        return _parse(body, request.headers.get("content-type", ""))
+        body = await read_body(request, settings.max_body)
+        return parse_body(body, request.headers.get("content-type", ""))
 
     def check_key(request: Request, given: str | None) -> None:
         header = request.headers.get("x-api-key") or request.headers.get("authorization", "")
@@ -197,6 +166,28 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
             start += len(sentences)
         return out
 
+    async def identify(texts: list[str], among: list[str]) -> list[list[Guess]]:
+        """Each text's languages among ``among``, most probable first (off the event loop: the
+        identifier's first use loads its model)."""
+        try:
+            return await asyncio.to_thread(lambda: [models.identify(t, among) for t in texts])
+        except ConfigError as exc:  # py3langid missing, or it knows none of the languages
+            raise HTTPError(501, str(exc)) from None
+
+    async def translate_each(chosen: list[ServedModel], texts: list[str], alternatives: int) -> list[Any]:
+        """``texts[i]`` translated by ``chosen[i]``: one job per model, the models at once."""
+        order: dict[str, list[int]] = {}
+        for i, model in enumerate(chosen):
+            order.setdefault(model.name, []).append(i)
+        jobs = [translate(chosen[ids[0]], [texts[i] for i in ids],
+                          Settings(max(chosen[ids[0]].default_beam, alternatives + 1), alternatives + 1))
+                for ids in order.values()]
+        done: list[Any] = [None] * len(texts)
+        for ids, results in zip(order.values(), await asyncio.gather(*jobs), strict=True):
+            for i, result in zip(ids, results, strict=True):
+                done[i] = result
+        return done
+
     @app.post("/translate")
     async def libre_translate(request: Request) -> Response:
         try:
@@ -208,15 +199,33 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
             raise HTTPError(400, "Invalid request: format html is not supported (mtkit translates text)")
         texts = [req.q] if isinstance(req.q, str) else req.q
         check_chars(texts)
-        try:
-            model = models.find(req.source, req.target)
-        except LookupError as exc:
-            raise HTTPError(400, str(exc)) from None
         if req.alternatives > settings.max_nbest - 1:
             raise HTTPError(400, f"Invalid request: alternatives is at most {settings.max_nbest - 1}")
-        run = Settings(max(model.default_beam, req.alternatives + 1), req.alternatives + 1)
-        done = await translate(model, texts, run)
-        return JSONResponse(libre_reply(req.q, done, req.alternatives, model, req.source == "auto"))
+        detected = None
+        try:
+            if req.source == "auto":  # each text to the model of its language, among those reaching target
+                detected = [g[0] for g in await identify(texts, models.sources_into(req.target))]
+                chosen = [models.find(g.language, req.target) for g in detected]
+            else:
+                chosen = [models.find(req.source, req.target)] * len(texts)
+        except LookupError as exc:
+            raise HTTPError(400, str(exc)) from None
+        done = await translate_each(chosen, texts, req.alternatives)
+        return JSONResponse(libre_reply(req.q, done, req.alternatives, detected))
+
+    @app.post("/detect")
+    async def detect(request: Request) -> Response:
+        try:
+            req = DetectRequest.model_validate(await request_data(request))
+        except ValidationError as exc:
+            raise HTTPError(400, f"Invalid request: {_one_line(exc)}") from None
+        check_key(request, req.api_key)
+        texts = [req.q] if isinstance(req.q, str) else req.q
+        if not any(texts):
+            raise HTTPError(400, "Invalid request: missing q parameter")
+        check_chars(texts)
+        (ranked,) = await identify(["\n".join(texts)], models.source_languages())
+        return JSONResponse(detections(ranked))
 
     @app.post("/v1/translate")
     async def v1_translate(request: Request) -> Response:
@@ -314,4 +323,9 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
 
 
 def _error(exc: HTTPError) -> JSONResponse:
-    return JSONResponse({"error": exc.message}, status_code=exc.status, headers=exc.headers)
+    """The answer to an error: its message on one line (a field's name may hold a newline), cut short
+    (so may it be long)."""
+    message = " ".join(exc.message.split())
+    if len(message) > 300:
+        message = message[:297] + "..."
+    return JSONResponse({"error": message}, status_code=exc.status, headers=exc.headers)

@@ -8,7 +8,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from mtkit.serve.models import ModelSet
 
 #: paths counted by name; anything else (404s, static files) is counted as "other"
-ENDPOINTS = ("/translate", "/v1/translate", "/languages", "/v1/models", "/frontend/settings", "/health", "/")
+ENDPOINTS = ("/translate", "/detect", "/v1/translate", "/languages", "/v1/models", "/frontend/settings",
+             "/health", "/")
 
 
 class ServerMetrics:

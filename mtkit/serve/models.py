@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mtkit.errors import ConfigError
+from mtkit.langid import Guess, LanguageIdentifier
 from mtkit.segment import clean_line, split_sentences
 from mtkit.serve.batcher import Batcher, Settings
 from mtkit.translation import Translation
@@ -68,6 +69,7 @@ class ModelSet:
                                   "(one model per language pair)")
             self.models[name] = served
             self.by_pair[pair] = served
+        self._identifier: LanguageIdentifier | None = None  # loaded when a language is first identified
 
     def _unique_name(self, name: str) -> str:
         candidate, i = name, 2
@@ -92,17 +94,41 @@ class ModelSet:
         return [{"code": src, "name": LANGUAGE_NAMES.get(src, src), "targets": sorted(tgts)}
                 for src, tgts in sorted(targets.items())]
 
+    def source_languages(self) -> list[str]:
+        """The languages the models translate from."""
+        return sorted({s for s, _ in self.by_pair})
+
+    def sources_into(self, target: str) -> list[str]:
+        """The languages some model translates into ``target``: what ``source: auto`` chooses among."""
+        sources = sorted(s for s, t in self.by_pair if t == target)
+        if not sources:
+            raise LookupError(f"{target} is not supported")
+        return sources
+
+    def identify(self, text: str, among: list[str]) -> list[Guess]:
+        """The languages of ``among`` the text may be in, most probable first. One language is the
+        answer without asking the identifier (there is nothing to choose); a language the identifier
+        does not know is never the answer. ConfigError when py3langid is missing or knows none."""
+        if len(among) == 1:
+            return [Guess(among[0], 1.0)]
+        if self._identifier is None:
+            self._identifier = LanguageIdentifier()
+        ranked = self._identifier.rank(text, among)
+        if not ranked:
+            raise ConfigError(f"the language identifier knows none of the languages served "
+                              f"({', '.join(among)}); name the source language")
+        return ranked
+
     def find(self, source: str, target: str) -> ServedModel:
         """The model for source → target; ``source`` "auto" names the one source language that
-        reaches ``target``, when there is exactly one (no language detection is done)."""
+        reaches ``target``, when there is exactly one (LibreTranslate's /translate identifies the
+        language of each text instead: `identify`)."""
         if source == "auto":
-            sources = [s for s, t in self.by_pair if t == target]
+            sources = self.sources_into(target)
             if len(sources) == 1:
                 return self.by_pair[(sources[0], target)]
-            if not sources:
-                raise LookupError(f"{target} is not supported")
-            raise LookupError(f"source auto: mtkit does not detect languages and {len(sources)} "
-                              f"models translate into {target}; name the source language")
+            raise LookupError(f"source auto: {len(sources)} models translate into {target}; name the "
+                              "source language (POST /detect identifies it)")
         model = self.by_pair.get((source, target))
         if model is None:
             known = {s for s, _ in self.by_pair} | {t for _, t in self.by_pair}

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from mtkit.langid import Guess
 from mtkit.serve.models import ServedModel
 from mtkit.translation import Candidate, Translation
 
@@ -28,19 +29,29 @@ def _alternatives(pairs: Done, count: int) -> list[str]:
     return found
 
 
-def libre_reply(q: str | list[str], done: list[Done], alternatives: int, model: ServedModel,
-                auto: bool) -> dict[str, Any]:
+def detected(guess: Guess) -> dict[str, Any]:
+    """LibreTranslate's form of a detection: the language and a confidence from 0 to 100."""
+    return {"confidence": round(100 * guess.probability, 1), "language": guess.language}
+
+
+def detections(ranked: list[Guess]) -> list[dict[str, Any]]:
+    """LibreTranslate's /detect answer: the languages, most probable first."""
+    return [detected(g) for g in ranked]
+
+
+def libre_reply(q: str | list[str], done: list[Done], alternatives: int,
+                languages: list[Guess] | None) -> dict[str, Any]:
     """LibreTranslate's answer: ``translatedText`` (a string, or a list for a list ``q``), with
-    ``alternatives`` and ``detectedLanguage`` when asked for."""
+    ``alternatives`` and ``detectedLanguage`` (``languages``, each text's, for ``source: auto``)."""
     texts = [" ".join(t.text for _, t in pairs) for pairs in done]
     single = isinstance(q, str)
     reply: dict[str, Any] = {"translatedText": texts[0] if single else texts}
     if alternatives > 0:
         alts = [_alternatives(pairs, alternatives) for pairs in done]
         reply["alternatives"] = alts[0] if single else alts
-    if auto:  # no detection is done: the one source language that reaches the target (docs/serve.md)
-        detected = {"confidence": 100.0, "language": model.source}
-        reply["detectedLanguage"] = detected if single else [detected] * len(done)
+    if languages is not None:
+        found = [detected(g) for g in languages]
+        reply["detectedLanguage"] = found[0] if single else found
     return reply
 
 

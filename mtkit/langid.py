@@ -8,7 +8,7 @@ shared: classifying reads it and never changes it, so threads may share it.
 
 Why restricting to a few languages is the useful question: a server asked for ``source: auto`` can
 only choose among the models it holds, and among two or three European languages a short sentence is
-told apart far more reliably than among the identifier's 97 (docs/results.md has both figures). The
+told apart far more reliably than among the identifier's 140 (docs/results.md has both figures). The
 probabilities among the few are the identifier's over all its languages renormalised over the few.
 """
 

@@ -5,7 +5,7 @@ PIP := $(PYTHON) -m pip
 TORCH_VERSION ?= 2.13.0
 STAMP := .install.stamp
 
-.PHONY: install test lint demo bench clean
+.PHONY: install test test-isa lint demo bench clean
 
 install: $(STAMP)
 
@@ -17,6 +17,24 @@ $(STAMP): pyproject.toml
 
 test: install
 	$(PYTHON) -m pytest tests
+
+# The numerically sensitive tests (two engines, precisions, batch compositions, search, the server
+# against offline translation) again with every library's CPU code path forced down, so that a machine
+# with AVX-512 sees what an AVX2-only one (and one with neither) computes: CTranslate2, PyTorch's ATen
+# kernels, oneDNN and MKL each choose their kernels by the CPU they find. .ci/run runs it after `make test`.
+ISA_TESTS ?= tests/test_export.py tests/test_search.py tests/test_translator.py tests/test_serve.py \
+	tests/test_transformer.py tests/test_rnn.py tests/test_device.py tests/test_constrained.py \
+	tests/test_confidence.py tests/test_translate_jobs.py
+ISA_AVX2 := CT2_FORCE_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2
+ISA_GENERIC := CT2_FORCE_CPU_ISA=GENERIC ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 \
+	MKL_ENABLE_INSTRUCTIONS=SSE4_2
+
+test-isa: install
+	@if grep -q avx512 /proc/cpuinfo 2>/dev/null; then \
+		echo "== $(ISA_TESTS) with $(ISA_AVX2)"; $(ISA_AVX2) $(PYTHON) -m pytest -q $(ISA_TESTS); \
+	else echo "== no AVX-512 on this CPU: make test already ran the AVX2 code paths"; fi
+	@echo "== $(ISA_TESTS) with $(ISA_GENERIC)"
+	$(ISA_GENERIC) $(PYTHON) -m pytest -q $(ISA_TESTS)
 
 lint: install
 	$(PYTHON) -m ruff check mtkit tests bench recipes

@@ -134,9 +134,9 @@ def test_exported_model_computes_the_same_log_probabilities(variant, bpe_dir, tm
         assert torch.allclose(torch.tensor(result.log_probs), expected, atol=1e-4), variant
     lines = sentences(6, 4)  # step-by-step decoding: cached positions, relative distances, the limit
     reference = exact(model_dir, beam_size=1)
-    check_same_or_near_tie(model_dir, lines, reference.translate_hypotheses(lines),
-                           exact(exported, beam_size=1).translate_hypotheses(lines), reference.decoding, 1,
-                           max_differing=1, ct2_involved=True)
+    check_same_or_near_tie(reference, lines, reference.translate_hypotheses(lines),
+                           exact(exported, beam_size=1).translate_hypotheses(lines), max_ties=3,
+                           ct2_involved=True)
 
 
 @needs_ct2
@@ -209,9 +209,11 @@ def test_without_ctranslate2_torch_works_and_ct2_says_how_to_install(trained, tm
                          ids=["greedy", "beam4", "beam4-no-length-norm"])
 def test_outputs_equal_torch_fp32_line_for_line(trained, settings):
     """Line for line the same output as the torch engine, but for near-ties (tests/near_ties.py): the
-    two engines round differently, and differently again on each CPU kind, so where two candidates
-    score within that noise either engine may pick either; at most 2 of the 28 lines may differ so,
-    each re-scored by the PyTorch model to show it was a tie."""
+    two engines round differently, and differently again on each CPU kind, and CTranslate2 renormalises
+    after removing <pad> and <s>. A line whose search (replayed on the PyTorch model) made a decision
+    within that noise may differ; every other line must be identical, and at least half the lines must
+    be such clear lines (on AVX2: all 28 greedy, 22 of 28 at beam 4; with generic code 18), so that a
+    broken export, which changes nearly every line, fails."""
     model_dir, exported, lines = trained
     lines = lines + HOSTILE
     settings = dict(settings)
@@ -221,8 +223,8 @@ def test_outputs_equal_torch_fp32_line_for_line(trained, settings):
     ct2 = exact(exported, overrides=overrides, **settings)
     assert ct2.engine == "ct2"
     ct2_run = ct2.translate_hypotheses(lines, need_attention=True)
-    differing = check_same_or_near_tie(model_dir, lines, torch_run, ct2_run, reference.decoding,
-                                       settings["beam_size"], max_differing=2, ct2_involved=True)
+    differing = check_same_or_near_tie(reference, lines, torch_run, ct2_run, max_ties=len(lines) // 2,
+                                       ct2_involved=True)
     assert sum(bool(t.text) for t in torch_run) >= len(lines) - 2  # not a degenerate model
     for n, (a, b) in enumerate(zip(torch_run, ct2_run, strict=True)):
         if a.hypotheses and n not in differing:
@@ -250,8 +252,8 @@ def test_every_sentence_keeps_its_own_length_limit(trained, beam):
         torch_engine = exact(model_dir, beam_size=1, overrides=overrides)
         reference = torch_engine.translate_hypotheses(lines)
         found = ct2.translate_hypotheses(lines)
-        differing = check_same_or_near_tie(model_dir, lines, reference, found, torch_engine.decoding, 1,
-                                           max_differing=2, ct2_involved=True)
+        differing = check_same_or_near_tie(torch_engine, lines, reference, found,
+                                           max_ties=len(lines) // 2, ct2_involved=True)
         for n, (a, b) in enumerate(zip(reference, found, strict=True)):
             if n not in differing:
                 assert b.hypotheses[0].log_prob == pytest.approx(a.hypotheses[0].log_prob, rel=0.05, abs=0.1)
@@ -337,7 +339,7 @@ def test_int8_export_loads_and_translates(trained, tmp_path):
         total = tokens = 0.0
         for line, tr in zip(lines, translations, strict=False):
             src = scorer.bpe.encode_ids([line])[0]
-            total += scorer.score(src, tr.hypotheses[0].token_ids)[0]
+            total += scorer.score(src, tr.hypotheses[0].token_ids)
             tokens += len(tr.hypotheses[0].token_ids) + 1
         return total / tokens
     fp32_quality, int8_quality = per_token(reference), per_token(found[:len(lines)])
@@ -443,8 +445,8 @@ def test_sub_batches_on_two_translators_give_the_same_lines(trained, monkeypatch
     assert split.model.num_translators == 2 and split.backend.sub_batch == 8
     found = split.translate_hypotheses(lines)
     # padding differs, and so does rounding: near-ties may go either way (tests/near_ties.py)
-    differing = check_same_or_near_tie(model_dir, lines, whole, found, one.decoding, beam, max_differing=2,
-                                       ct2_involved=True)
+    differing = check_same_or_near_tie(exact(model_dir, beam_size=beam), lines, whole, found,
+                                       max_ties=len(lines) // 2, ct2_involved=True)
     assert [t.text for n, t in enumerate(found) if n not in differing] == \
         [t.text for n, t in enumerate(whole) if n not in differing]
     for n, (a, b) in enumerate(zip(whole, found, strict=True)):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -79,6 +80,20 @@ def cpu_has_native_bf16() -> bool:
     return False
 
 
+_warned_emulated_bf16 = False
+
+
+def _warn_emulated_bf16(setting: str) -> None:
+    """Say once per process that bf16 was asked for where the CPU only emulates it: training ran 20×
+    slower than fp32 on an AVX2-only EPYC (docs/results.md, "CPU kinds"), which a user should not
+    discover from a progress bar."""
+    global _warned_emulated_bf16
+    _warned_emulated_bf16 = True
+    print(f"warning: {setting}bf16: this CPU has no native bf16 (AVX512-BF16 or AMX), so bf16 is "
+          "emulated and much slower than fp32 here (20x when training on an AVX2-only CPU); "
+          "auto or fp32 is faster", file=sys.stderr, flush=True)
+
+
 def autocast_dtype(precision: str, device: torch.device, setting: str = "--precision ") -> torch.dtype | None:
     """The autocast dtype for ``precision`` on ``device`` (None = plain fp32), for training."""
     import torch
@@ -95,6 +110,8 @@ def autocast_dtype(precision: str, device: torch.device, setting: str = "--preci
     if precision == "bf16":
         if device.type == "cuda" and not torch.cuda.is_bf16_supported():
             raise ConfigError(f"{setting}bf16 but this GPU does not support bfloat16 (use fp16)")
+        if device.type == "cpu" and not cpu_has_native_bf16() and not _warned_emulated_bf16:
+            _warn_emulated_bf16(setting)
         return torch.bfloat16
     if device.type not in ("cuda", "mps"):
         raise ConfigError(f"{setting}fp16 needs a GPU (use bf16 or fp32 on CPU)")

@@ -32,6 +32,21 @@ def test_precision_choices(monkeypatch):
     assert decode_dtype("auto", CPU, int8=True) is torch.float32
 
 
+def test_bf16_where_the_cpu_only_emulates_it_is_said_once(monkeypatch, capsys):
+    """Emulated bf16 trained 20x slower than fp32 on an AVX2-only CPU: asking for it there says so,
+    in one line, once per process; auto stays fp32 and silent, and a CPU with bf16 says nothing."""
+    monkeypatch.setattr(device, "_warned_emulated_bf16", False)
+    monkeypatch.setattr(device, "cpu_has_native_bf16", lambda: True)
+    assert autocast_dtype("bf16", CPU, "training.precision=") is torch.bfloat16
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(device, "cpu_has_native_bf16", lambda: False)
+    assert autocast_dtype("auto", CPU) is None and capsys.readouterr().err == ""
+    assert autocast_dtype("bf16", CPU, "training.precision=") is torch.bfloat16
+    assert decode_dtype("bf16", CPU) is torch.bfloat16
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("warning: training.precision=bf16: this CPU has no native")
+
+
 def test_devices_are_checked_the_same_way_for_every_stage():
     assert resolve_device("cpu") == CPU
     with pytest.raises(ConfigError, match="expected auto, cpu, cuda"):

@@ -15,8 +15,13 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q -e ".[dev,plot,ct2,serve]"
 	@touch $(STAMP)
 
+# Most tests run one thread: one pytest worker per core (pytest-xdist), each taking whole modules so
+# that a module's fixtures (a trained model, an export) are built once. TEST_WORKERS=0 runs serially.
+TEST_WORKERS ?= auto
+PYTEST := $(PYTHON) -m pytest -n $(TEST_WORKERS) --dist loadscope
+
 test: install
-	$(PYTHON) -m pytest tests
+	$(PYTEST) tests
 
 # The numerically sensitive tests (two engines, precisions, batch compositions, search, the server
 # against offline translation) again with every library's CPU code path forced down, so that a machine
@@ -31,10 +36,10 @@ ISA_GENERIC := CT2_FORCE_CPU_ISA=GENERIC ATEN_CPU_CAPABILITY=default ONEDNN_MAX_
 
 test-isa: install
 	@if grep -q avx512 /proc/cpuinfo 2>/dev/null; then \
-		echo "== $(ISA_TESTS) with $(ISA_AVX2)"; $(ISA_AVX2) $(PYTHON) -m pytest -q $(ISA_TESTS); \
+		echo "== $(ISA_TESTS) with $(ISA_AVX2)"; $(ISA_AVX2) $(PYTEST) -q $(ISA_TESTS); \
 	else echo "== no AVX-512 on this CPU: make test already ran the AVX2 code paths"; fi
 	@echo "== $(ISA_TESTS) with $(ISA_GENERIC)"
-	$(ISA_GENERIC) $(PYTHON) -m pytest -q $(ISA_TESTS)
+	$(ISA_GENERIC) $(PYTEST) -q $(ISA_TESTS)
 
 lint: install
 	$(PYTHON) -m ruff check mtkit tests bench recipes

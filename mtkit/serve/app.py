@@ -188,16 +188,21 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
                 done[i] = result
         return done
 
-    @app.post("/translate")
-    async def libre_translate(request: Request) -> Response:
+    async def libre_body(request: Request, schema: Any) -> tuple[Any, list[str]]:
+        """A LibreTranslate body (JSON or form) validated against ``schema``, its API key checked; with
+        its ``q`` as a list of texts."""
         try:
-            req = LibreRequest.model_validate(await request_data(request))
+            req = schema.model_validate(await request_data(request))
         except ValidationError as exc:
             raise HTTPError(400, f"Invalid request: {_one_line(exc)}") from None
         check_key(request, req.api_key)
+        return req, [req.q] if isinstance(req.q, str) else req.q
+
+    @app.post("/translate")
+    async def libre_translate(request: Request) -> Response:
+        req, texts = await libre_body(request, LibreRequest)
         if req.format == "html":
             raise HTTPError(400, "Invalid request: format html is not supported (mtkit translates text)")
-        texts = [req.q] if isinstance(req.q, str) else req.q
         check_chars(texts)
         if req.alternatives > settings.max_nbest - 1:
             raise HTTPError(400, f"Invalid request: alternatives is at most {settings.max_nbest - 1}")
@@ -215,12 +220,7 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
 
     @app.post("/detect")
     async def detect(request: Request) -> Response:
-        try:
-            req = DetectRequest.model_validate(await request_data(request))
-        except ValidationError as exc:
-            raise HTTPError(400, f"Invalid request: {_one_line(exc)}") from None
-        check_key(request, req.api_key)
-        texts = [req.q] if isinstance(req.q, str) else req.q
+        _, texts = await libre_body(request, DetectRequest)
         if not any(texts):
             raise HTTPError(400, "Invalid request: missing q parameter")
         check_chars(texts)

@@ -157,4 +157,21 @@ def check_same_or_near_tie(translator, lines: Sequence[str], reference: Sequence
     return differing
 
 
-__all__ = ["TOLERANCE", "ForcedScorer", "check_same_or_near_tie", "search_margins", "segments_of"]
+def check_texts_same_or_near_tie(translator, lines: Sequence[str], expected: Sequence[str],
+                                 got: Sequence[str], max_differing: int) -> None:
+    """For many lines translated by the same torch engine in other batches (a server against offline
+    translation): at most ``max_differing`` lines may differ, and each must have a near-tie in its
+    search. Only the differing lines are replayed, so that thousands of lines stay cheap."""
+    assert len(expected) == len(got) == len(lines)
+    differing = [i for i, (a, b) in enumerate(zip(expected, got, strict=True)) if a != b]
+    assert len(differing) <= max_differing, f"{len(differing)} of {len(lines)} lines differ: " + "; ".join(
+        f"{i}: {expected[i]!r} vs {got[i]!r}" for i in differing[:5])
+    k = translator.rows_per_sentence
+    for i in differing:
+        segments = segments_of(lines[i], translator.src_bpe, translator.max_input_tokens)
+        assert any(search_margins(translator.model, seg, translator.decoding, k).near_tie(False)
+                   for seg in segments), f"line {i} differs without a near-tie: {expected[i]!r} vs {got[i]!r}"
+
+
+__all__ = ["TOLERANCE", "ForcedScorer", "check_same_or_near_tie", "check_texts_same_or_near_tie",
+           "search_margins", "segments_of"]

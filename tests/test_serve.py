@@ -29,6 +29,7 @@ from mtkit.translation import Translation  # noqa: E402
 from mtkit.translator import LoadOptions  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
+from near_ties import check_texts_same_or_near_tie  # noqa: E402
 from serve_helpers import WORDS, ServerProcess, offline, served_model  # noqa: E402
 
 EXACT = LoadOptions(device="cpu", threads=1, precision="fp32")
@@ -400,7 +401,10 @@ def test_thousands_of_concurrent_requests_each_get_their_own_translation(models,
         url = f"{server.url}/translate"
         answers = list(pool.map(lambda t: _post(url, {"q": t, "source": "en", "target": "de"}), texts))
         metrics = urllib.request.urlopen(f"{server.url}/metrics").read().decode()
-    assert [a["translatedText"] for a in answers] == expected
+    # the server batches the requests as they come, offline translation by length: rounding may break
+    # a near-tie differently (tests/near_ties.py), so a few lines may differ, each a near-tie
+    check_texts_same_or_near_tie(reference["de"], texts, expected, [a["translatedText"] for a in answers],
+                                 max_differing=len(texts) // 100)
     batches = float(next(row.split()[-1] for row in metrics.splitlines() if row.startswith("mtkit_batches{")))
     assert batches < len(texts) / 2, "requests were not batched together"
 
@@ -422,7 +426,8 @@ def test_sigterm_finishes_the_requests_in_flight_then_exits(models, reference):
         server.proc.send_signal(signal.SIGTERM)
         worker.join(120)
         code = server.proc.wait(60)
-    assert result["translatedText"] == reference["de"].translate(texts)
+    check_texts_same_or_near_tie(reference["de"], texts, reference["de"].translate(texts),
+                                 result["translatedText"], max_differing=3)  # batches of 8 here
     assert code == 0
 
 

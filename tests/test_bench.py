@@ -130,3 +130,29 @@ def _has_cuda() -> bool:
     import torch
 
     return torch.cuda.is_available()
+
+
+def _cpu_training():
+    path = SCRIPT.parent / "cpu_training.py"
+    spec = importlib.util.spec_from_file_location("bench_cpu_training", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(SCRIPT.parent))
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_cpu_training_variants_are_config_overrides_and_unknown_ones_are_refused(tmp_path, capsys):
+    """bench/cpu_training.py: each variant is `--set` overrides of real config keys; an unknown
+    variant is a usage error, missing data one line saying how to make it."""
+    from mtkit.config import Config, apply_overrides, from_dict, to_dict
+
+    module = _cpu_training()
+    for name, overrides in module.VARIANTS.items():
+        cfg = from_dict(apply_overrides(to_dict(Config()), overrides))
+        assert cfg.training.precision in ("fp32", "bf16"), name
+    assert from_dict(apply_overrides(to_dict(Config()), module.VARIANTS["fp32-compile"])).training.compile
+    with pytest.raises(SystemExit):
+        module.main(["--variants", "fp32,fp64"])
+    assert "fp64" in capsys.readouterr().err
+    assert module.main(["--work", str(tmp_path)]) == 1
+    assert "bench/run.py --only prepare" in capsys.readouterr().err

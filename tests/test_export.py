@@ -329,7 +329,7 @@ def test_int8_export_loads_and_translates(trained, tmp_path):
     # What int8 keeps on every CPU kind: its translations are nearly as probable under the fp32 model
     # as the fp32 model's own (mean log-probability a token, EOS included). How many lines come out
     # identical is not such a property: int8 matrix products round differently per ISA (AVX2 without
-    # VNNI saturates int16 sums); 17 of these 24 lines were equal on an AVX-512 machine, 10 on an AVX2
+    # VNNI can saturate int16 sums); 17 of these 24 lines were equal on an AVX-512 machine, 10 on an AVX2
     # one. Measured on AVX2 (both CTranslate2 ISAs): -0.32 for the fp32 model's output, -0.65 for
     # int8's; exports broken on purpose (a transposed out_proj, positions off by one, no √d scale) gave
     # -4.3 to -6.1; a uniform guess over this vocabulary is -3.2. Allowed: 1.0 below fp32.

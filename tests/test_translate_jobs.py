@@ -1,8 +1,10 @@
 """Long translation jobs: `--resume` after kills equals an uninterrupted run, `--shard K/N` outputs
 merged by `mtkit merge-shards` equal the unsharded output, torchrun ranks equal one process.
 
-One-thread fp32 decoding does not depend on how sentences are batched, so every comparison is byte
-for byte.
+One-thread fp32 decoding is meant not to depend on how sentences are batched, so the comparisons are
+byte for byte, but for near-ties: chunks, shards and resumed runs batch sentences differently, and on
+some CPU kind that rounding may break a near-tie the other way. `same_output` lets at most 1% of the
+lines differ, each one a near-tie in its search (tests/near_ties.py), and nothing else.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from mtkit.translate import SIDECAR, OutputOptions, merge_shard_outputs, run_tra
 from mtkit.translator import LoadOptions, SearchOptions, Translator
 
 sys.path.insert(0, str(Path(__file__).parent))
+from near_ties import check_texts_same_or_near_tie  # noqa: E402
 from test_translator import make_model_dir, sentences  # noqa: E402
 
 EXACT = ["--device", "cpu", "--precision", "fp32", "--threads", "1"]
@@ -51,6 +54,22 @@ def job(tmp_path_factory) -> dict[str, Path]:
     reference = root / "reference.txt"
     assert translate(model, src, reference) == LINES
     return {"model": model, "src": src, "reference": reference, "root": root}
+
+
+def same_output(model: Path, sources: list[str], expected: bytes, got: bytes) -> None:
+    """``got`` is ``expected`` (the translations of ``sources``, one line each) byte for byte, or
+    differs only in near-ties (see the module docstring)."""
+    if got == expected:
+        return
+    want, have = expected.decode("utf-8").split("\n"), got.decode("utf-8").split("\n")
+    assert len(have) == len(want) == len(sources) + 1, (len(have), len(want), len(sources))
+    translator = Translator(model, load=exact_load())
+    check_texts_same_or_near_tie(translator, [*sources, ""], want, have,
+                                 max_differing=max(1, len(sources) // 100))
+
+
+def source_lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").split("\n")[:-1]
 
 
 def env() -> dict[str, str]:
@@ -86,7 +105,7 @@ def test_killed_resume_runs_end_equal_to_an_uninterrupted_run(job, tmp_path):
         if len(kills) >= 3:
             break
     assert len(kills) >= 3 and all(0 < k < LINES for k in kills), kills
-    assert out.read_bytes() == job["reference"].read_bytes()
+    same_output(job["model"], source_lines(job["src"]), job["reference"].read_bytes(), out.read_bytes())
 
 
 def test_torn_last_line_is_redone_and_only_the_rest_is_translated(job, tmp_path):
@@ -95,7 +114,8 @@ def test_torn_last_line_is_redone_and_only_the_rest_is_translated(job, tmp_path)
     out = tmp_path / "out.txt"
     out.write_bytes(reference[:cut] + b"torn half of a transl")
     assert translate(job["model"], job["src"], out, resume=True) == LINES - 120
-    assert out.read_bytes() == reference
+    same_output(job["model"], source_lines(job["src"]), reference, out.read_bytes())
+    out.write_bytes(reference)
     # a complete output is left as it is, without loading the model
     assert translate(tmp_path / "no-model", job["src"], out, resume=True) == 0
     assert out.read_bytes() == reference
@@ -158,7 +178,8 @@ def test_a_failing_run_leaves_out_untouched_without_resume_and_a_prefix_with_it(
     with pytest.raises(KeyboardInterrupt):
         translate(job["model"], job["src"], out, max_tokens=12, resume=True)
     reference = job["reference"].read_bytes().splitlines(keepends=True)
-    assert out.read_bytes() == b"".join(reference[:8])  # two chunks of 4 lines, flushed in order
+    same_output(job["model"], source_lines(job["src"])[:8], b"".join(reference[:8]),  # two chunks of 4
+                out.read_bytes())  # lines, flushed in order
 
 
 # ------------------------------------------------------------------------------------------- shards
@@ -170,16 +191,17 @@ def test_shards_merged_in_any_order_equal_the_unsharded_output(job, tmp_path):
         assert record == {"shard": k, "of": 3, "input": str(job["src"].resolve()), "input_lines": LINES,
                           "lines_per_input": 1, "format": "text"}
     reference = job["reference"].read_bytes().splitlines(keepends=True)
-    assert parts[1].read_bytes() == b"".join(reference[1::3])  # round robin: lines 1, 4, 7, ...
+    same_output(job["model"], source_lines(job["src"])[1::3], b"".join(reference[1::3]),  # round robin:
+                parts[1].read_bytes())  # lines 1, 4, 7, ...
     merged = tmp_path / "merged.txt"
     assert merge_shard_outputs([str(parts[2]), str(parts[0]), str(parts[1])], str(merged)) == LINES
-    assert merged.read_bytes() == job["reference"].read_bytes()
+    same_output(job["model"], source_lines(job["src"]), job["reference"].read_bytes(), merged.read_bytes())
 
     # a shard resumes its own output: half of it and a torn line, then --resume --shard
     rows = parts[2].read_bytes().splitlines(keepends=True)
     parts[2].write_bytes(b"".join(rows[:50]) + rows[50][:3])
     assert translate(job["model"], job["src"], parts[2], shard="2/3", resume=True) == len(rows) - 50
-    assert parts[2].read_bytes() == b"".join(rows)
+    same_output(job["model"], source_lines(job["src"])[2::3], b"".join(rows), parts[2].read_bytes())
 
 
 def test_shards_and_merge_from_the_command_line(job, tmp_path):
@@ -196,7 +218,7 @@ def test_shards_and_merge_from_the_command_line(job, tmp_path):
     merged = tmp_path / "merged.txt"
     res = runner.invoke(app, ["merge-shards", *parts, "-o", str(merged)])
     assert res.exit_code == 0, (res.output, res.exception)
-    assert merged.read_bytes() == job["reference"].read_bytes()
+    same_output(job["model"], source_lines(job["src"]), job["reference"].read_bytes(), merged.read_bytes())
     res = runner.invoke(app, ["translate", "-m", str(job["model"]), "-i", str(job["src"]), "-o", parts[0],
                               "--shard", "3/3"])
     assert res.exit_code != 0 and "expected K/N with 0 <= K < N" in repr(res.exception)
@@ -219,7 +241,8 @@ def test_merge_refuses_incomplete_or_mixed_shards(job, tmp_path):
     merged = tmp_path / "merged.txt"
     # a glob that catches the sidecars too names each shard once
     assert merge_shard_outputs(sorted(str(p) for p in tmp_path.glob("part*")), str(merged)) == 10
-    assert merged.read_bytes() == b"".join(job["reference"].read_bytes().splitlines(keepends=True)[:10])
+    same_output(job["model"], source_lines(short), b"".join(job["reference"].read_bytes().splitlines(
+        keepends=True)[:10]), merged.read_bytes())
     merged.unlink()
     cases = [([parts[0]], "shard 1/2 of .* missing"),
              ([parts[0], parts[1], twin], "shard 1/2 given twice"),
@@ -248,7 +271,7 @@ def test_two_torchrun_ranks_equal_one_process(job, tmp_path):
          "-m", "mtkit", "translate", "-m", str(job["model"]), "-i", str(src), "-o", str(out), *EXACT],
         env=env(), capture_output=True, text=True, timeout=180)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert out.read_bytes() == reference.read_bytes()
+    same_output(job["model"], lines, reference.read_bytes(), out.read_bytes())
     # the over-long input line 3 is the 2nd line of shard 1/2: rank 1 translated it, rank 0 did not
     assert f"{src} [shard 1/2]:2: " in result.stderr and "[shard 0/2]" not in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.txt", "reference.txt"]

@@ -230,9 +230,8 @@ class Translator:
         parts: dict[int, int] = {}  # line → its pieces so far
         long: dict[int, list[int]] = {}  # line → subwords of its sentences cut into pieces
         for (i, text), ids in zip(sentences, encoded, strict=True):
-            segments = [ids]
+            segments = self._cut(text, ids)
             if len(ids) > self.max_input_tokens:
-                segments = cut_sentence(text, ids, self.src_bpe, self.max_input_tokens)
                 long.setdefault(i, []).append(len(ids))
             for n, seg in enumerate(filter(None, segments)):
                 items.append(_Item(i, parts.get(i, 0), seg, self._constraints_of(
@@ -252,6 +251,21 @@ class Translator:
             out[i].source_tokens = self.src_bpe.id_to_piece([t for ids, _ in parts for t in ids])
             out[i].hypotheses = self._candidates(parts, need_attention)
         return out
+
+    def _cut(self, text: str, ids: list[int]) -> list[list[int]]:
+        """A sentence's subwords as searched: whole, or cut into pieces where it is longer than the
+        model takes (``max_input_tokens``)."""
+        if len(ids) > self.max_input_tokens:
+            return cut_sentence(text, ids, self.src_bpe, self.max_input_tokens)
+        return [ids]
+
+    def source_segments(self, line: str) -> list[list[int]]:
+        """The subword segments a line without constraints is searched as, in order: its cleaned
+        text's sentences, each cut where longer than the model takes (what `translate_chunk` does)."""
+        sentences = split_sentences(clean_line(line))
+        encoded = self.src_bpe.encode_ids(sentences) if sentences else []
+        return [seg for text, ids in zip(sentences, encoded, strict=True)
+                for seg in self._cut(text, ids) if seg]
 
     def _constraints_of(self, text: str, forced: list[list[int]] | None) -> list[list[int]]:
         """A piece's constraints: the glossary's terms found in its text, and the line's own (JSON

@@ -38,7 +38,6 @@ import mtkit.search as search_module
 from mtkit.bpe import Bpe
 from mtkit.config import DecodingConfig
 from mtkit.loader import load_model
-from mtkit.segment import clean_line, cut_sentence, split_sentences
 from mtkit.translation import Translation, normalise
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
@@ -67,8 +66,8 @@ class ForcedScorer:
 class _Margins:
     """Decision margins of one search, each with the renormalisation shift it may have seen."""
 
-    def __init__(self, k: int, cfg: DecodingConfig) -> None:
-        self.k, self.cfg = k, cfg
+    def __init__(self, k: int) -> None:
+        self.k = k
         self.shift = 0.0  # bound on how far CTranslate2's ranking of two rows can differ from mtkit's
         self.margins: list[tuple[float, float]] = []  # (margin, shift bound at that decision)
 
@@ -111,7 +110,7 @@ class _Margins:
 
 def search_margins(model, src: list[int], cfg: DecodingConfig, k: int) -> _Margins:
     """Run mtkit's search on one source and record the margin of every decision it makes."""
-    record = _Margins(k, cfg)
+    record = _Margins(k)
     with ExitStack() as stack:
         for name, wrapper in (("_mask_step", record.mask_step), ("_best_extensions", record.best_extensions),
                               ("_sentences_done", record.sentences_done)):
@@ -122,18 +121,6 @@ def search_margins(model, src: list[int], cfg: DecodingConfig, k: int) -> _Margi
     if len(found) > 1:  # the final ranking of the finished hypotheses
         record.add(found[0].score - found[1].score)
     return record
-
-
-def segments_of(line: str, bpe: Bpe, limit: int) -> list[list[int]]:
-    """The subword segments the Translator searches for ``line`` (mtkit.translator.translate_chunk)."""
-    text = clean_line(line)
-    if not text:
-        return []
-    out = []
-    for sentence in split_sentences(text):
-        ids = bpe.encode_ids([sentence])[0]
-        out.extend(filter(None, cut_sentence(sentence, ids, bpe, limit) if len(ids) > limit else [ids]))
-    return out
 
 
 def check_same_or_near_tie(translator, lines: Sequence[str], reference: Sequence[Translation],
@@ -148,7 +135,7 @@ def check_same_or_near_tie(translator, lines: Sequence[str], reference: Sequence
     k = translator.rows_per_sentence
     ties = [i for i, line in enumerate(lines)
             if any(search_margins(model, seg, cfg, k).near_tie(ct2_involved)
-                   for seg in segments_of(line, translator.src_bpe, translator.max_input_tokens))]
+                   for seg in translator.source_segments(line))]
     assert len(ties) <= max_ties, f"{len(ties)} of {len(lines)} lines are near-ties (at most {max_ties})"
     differing = [i for i, (a, b) in enumerate(zip(reference, other, strict=True)) if a.text != b.text]
     unexplained = [i for i in differing if i not in ties]
@@ -168,10 +155,10 @@ def check_texts_same_or_near_tie(translator, lines: Sequence[str], expected: Seq
         f"{i}: {expected[i]!r} vs {got[i]!r}" for i in differing[:5])
     k = translator.rows_per_sentence
     for i in differing:
-        segments = segments_of(lines[i], translator.src_bpe, translator.max_input_tokens)
-        assert any(search_margins(translator.model, seg, translator.decoding, k).near_tie(False)
-                   for seg in segments), f"line {i} differs without a near-tie: {expected[i]!r} vs {got[i]!r}"
+        tie = any(search_margins(translator.model, seg, translator.decoding, k).near_tie(False)
+                  for seg in translator.source_segments(lines[i]))
+        assert tie, f"line {i} differs without a near-tie: {expected[i]!r} vs {got[i]!r}"
 
 
 __all__ = ["TOLERANCE", "ForcedScorer", "check_same_or_near_tie", "check_texts_same_or_near_tie",
-           "search_margins", "segments_of"]
+           "search_margins"]

@@ -200,6 +200,13 @@ def test_a_sentence_longer_than_training_is_cut_at_clauses(translator, tmp_path,
     err = capsys.readouterr().err
     assert "<input>:1: a sentence of" in err and f"({limit}: data.max_len" in err and "in 2 parts" in err
     assert "<input>:2:" in err and "<input>:3:" not in err
+    # source_segments names the same pieces: the cut line's two, each within the limit, whose
+    # subwords are what the translation's source tokens hold
+    segments = translator.source_segments(f"{half} ; {half}")
+    assert len(segments) == 2 and all(len(s) <= limit for s in segments)
+    assert translator.src_bpe.id_to_piece([t for s in segments for t in s]) == out[0].source_tokens
+    assert translator.source_segments(half) == translator.src_bpe.encode_ids([half])
+    assert translator.source_segments("\u202e\u200b") == []
 
 
 def test_nbest_and_alignment(model_dir):

@@ -98,7 +98,7 @@ def read_manifest(directory: str | Path, overrides: Sequence[str] = ()) -> Expor
         raise CheckpointError(f"{path}: export format version {raw.get('version')} is not "
                               f"{FORMAT_VERSION}; export the model again with this mtkit")
     try:
-        if raw["version"] == 1 or "max_len" not in raw["config"].get("data", {}):
+        if raw["version"] == 1 or "max_len" not in dict(raw["config"]).get("data", {}):
             warn(f"{path}: written by an older mtkit without the model's input limit (data.max_len), so "
                  "long sentences are cut at decoding.max_input_tokens only, unlike the model directory; "
                  "export the model again")

@@ -26,9 +26,9 @@ import torch
 from mtkit.bpe import Bpe, train_bpe
 from mtkit.checkpoint import load_checkpoint, save_checkpoint
 from mtkit.config import Config, ModelConfig, to_dict
-from mtkit.ct2 import MANIFEST, is_exported
+from mtkit.ct2 import MANIFEST, is_exported, read_manifest
 from mtkit.engine import resolve_engine
-from mtkit.errors import ConfigError, MtkitError
+from mtkit.errors import CheckpointError, ConfigError, MtkitError
 from mtkit.export import check_expressible, run_export
 from mtkit.loader import load_model
 from mtkit.models import build_model
@@ -304,6 +304,16 @@ def test_an_export_without_the_input_limit_says_so(trained, tmp_path, capsys):
     assert exact(old).config.data.max_len == 250  # the default: what version 1 gave
     warning = capsys.readouterr().err.splitlines()
     assert len(warning) == 1 and "without the model's input limit" in warning[0] and "export" in warning[0]
+
+
+def test_a_manifest_whose_config_is_not_a_mapping_is_one_line(tmp_path):
+    """A hand-edited or truncated manifest is a one-line CheckpointError, never a traceback."""
+    (tmp_path / "model.bin").write_bytes(b"")
+    for config in ([1, 2], "x", {"data": 5}, None):
+        (tmp_path / MANIFEST).write_text(json.dumps({"format": "mtkit-ct2", "version": 2, "config": config}),
+                                         encoding="utf-8")
+        with pytest.raises(CheckpointError, match="corrupt export manifest"):
+            read_manifest(tmp_path)
 
 
 @needs_ct2

@@ -88,6 +88,8 @@ def _warn_emulated_bf16(setting: str) -> None:
     slower than fp32 on an AVX2-only EPYC (docs/results.md, "CPU kinds"), which a user should not
     discover from a progress bar."""
     global _warned_emulated_bf16
+    if _warned_emulated_bf16:
+        return
     _warned_emulated_bf16 = True
     print(f"warning: {setting}bf16: this CPU has no native bf16 (AVX512-BF16 or AMX), so bf16 is "
           "emulated and much slower than fp32 here (20x when training on an AVX2-only CPU); "
@@ -110,7 +112,7 @@ def autocast_dtype(precision: str, device: torch.device, setting: str = "--preci
     if precision == "bf16":
         if device.type == "cuda" and not torch.cuda.is_bf16_supported():
             raise ConfigError(f"{setting}bf16 but this GPU does not support bfloat16 (use fp16)")
-        if device.type == "cpu" and not cpu_has_native_bf16() and not _warned_emulated_bf16:
+        if device.type == "cpu" and not cpu_has_native_bf16():
             _warn_emulated_bf16(setting)
         return torch.bfloat16
     if device.type not in ("cuda", "mps"):

@@ -538,7 +538,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--gpu-steps", type=int, default=1600, help="gpu part: updates of the main run")
     p.add_argument("--gpu-eager-steps", type=int, default=600,
                    help="gpu part: updates of the run without buckets and graphs")
-    p.add_argument("--gpu-runs", default="", help="gpu part: comma-separated runs (small, small_graphs, "
+    p.add_argument("--gpu-runs", default="", help="gpu part: comma-separated runs (small, small_no_graphs, "
                    "small_eager, small_32k, base; default all)")
     p.add_argument("--work", type=Path, default=REPO / "bench" / "work", help="scratch directory")
     p.add_argument("--out", type=Path, default=None,

@@ -202,10 +202,10 @@ class TrainingConfig:
         "auto", "Pad every batch to one of ~16 shapes (lengths rounded up to multiples of 8, up to 1/8 "
         "above 64; a fixed row count per length), so a GPU meets each shape once; auto = on for CUDA.")
     cuda_graphs: Literal["auto", "on", "off"] = _f(
-        "off", "Replay each update as CUDA graphs (one per batch shape, needs shape_buckets); auto = "
+        "auto", "Replay each update as CUDA graphs (one per batch shape, needs shape_buckets); auto = "
         "wherever the run allows it (a Transformer on one CUDA GPU in bf16/fp32 without scheduled "
-        "sampling, diversity penalty or compile), on = required. Off by default until measured on a GPU "
-        "(docs/training.md).")
+        "sampling, diversity penalty or compile), on = required, off = eager updates (4x slower for "
+        "transformer-small on an H100: docs/results.md).")
     threads: int = _f(0, "CPU threads for PyTorch (0 = all allowed cores).", 0)
     scheduled_sampling: Literal["none", "linear", "exponential", "inverse_sigmoid"] = _f(
         "none", "Decay of the probability of feeding the gold previous token (Bengio et al. 2015).",

@@ -38,7 +38,7 @@ class SearchOptions:
     sample: bool = False
     seed: int | None = None
     attention_layer: int = -1
-    max_tokens: int = 16000  # batch budget: source subwords × beam (× samples)
+    max_tokens: int = 0  # batch budget: source subwords × beam (× samples); 0 = auto (mtkit.translator)
     glossary: str | Path | None = None  # terms the translation must use (mtkit.glossary; torch engine)
     glossary_ignore_case: bool = False  # match the glossary's source terms in any case
     soft_bonus: float | None = None  # None: constraints are hard; a number: soft, this bonus per subword

@@ -181,9 +181,10 @@ def _run_chunks(model: str | Path, load: LoadOptions, search: SearchOptions, out
         raise ConfigError("--attention-plot: this RNN has no attention (model.attention: none), so "
                           "there is nothing to plot")
     need_attention = out.alignment or out.json or out.attention_plot is not None
-    # a chunk holds at most the lines one batch could hold were each one subword long: at least a
-    # full batch to sort by length, and the unit --resume can lose (--max-tokens makes it smaller)
-    chunk_size = max(1, min(1000, search.max_tokens // max(1, translator.rows_per_sentence)))
+    # a chunk holds at most the lines one batch could hold were each one subword long: at least a full
+    # batch to sort by length, and the unit --resume can lose (translator.chunk_lines caps it)
+    chunk_size = max(1, min(translator.chunk_lines,
+                            translator.max_tokens // max(1, translator.rows_per_sentence)))
     plot_dir = Path(out.attention_plot) if out.attention_plot is not None else None
     count = 0
     review = ReviewList(out.flag_file, out.min_confidence or 0.0)  # without a flag file: does nothing

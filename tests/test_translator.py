@@ -19,9 +19,9 @@ import torch
 from mtkit.bpe import Bpe, train_bpe
 from mtkit.checkpoint import save_checkpoint
 from mtkit.config import Config, ModelConfig, to_dict
-from mtkit.errors import CheckpointError, ConfigError
+from mtkit.errors import CheckpointError, ConfigError, MtkitError
 from mtkit.models import build_model
-from mtkit.translator import Translator
+from mtkit.translator import CPU_MAX_TOKENS, Translator
 
 WORDS = ["the", "house", "is", "small", ".", "a", "cat", "sat", "on", "mat", "!", "where", "are", "you",
          "going", "?", "we", "like", "green", "tea", "and", "bread", "every", "day", ",", "but", "not",
@@ -94,6 +94,48 @@ def test_token_budget_and_chunks_do_not_change_results(model_dir, translator):
     assert small.translate(lines) == reference
     streamed = [t.text for t in translator.translate_stream(iter(lines), chunk_size=4)]
     assert streamed == reference
+
+
+def test_the_batch_budget_is_chosen_by_device_unless_given(model_dir):
+    assert exact(model_dir).max_tokens == CPU_MAX_TOKENS  # 0 = auto; a GPU gets GPU_MAX_TOKENS
+    assert exact(model_dir, max_tokens=50).max_tokens == 50
+    with pytest.raises(ConfigError, match="--max-tokens must be at least 1"):
+        exact(model_dir, max_tokens=-1)
+
+
+def test_a_batch_the_device_cannot_hold_is_searched_in_halves(model_dir, translator, monkeypatch, capsys):
+    lines = sentences(12, seed=3)
+    reference = translator.translate_hypotheses(lines)
+    tr = exact(model_dir)
+    real, sizes = tr.backend.search, []
+
+    def search(ids, *args):
+        sizes.append(len(ids))
+        if len(ids) > 3:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real(ids, *args)
+
+    monkeypatch.setattr(tr.backend, "search", search)
+    got = tr.translate_hypotheses(lines)
+    assert [t.text for t in got] == [t.text for t in reference]
+    for a, b in zip(got, reference, strict=True):
+        assert a.hypotheses[0].score == pytest.approx(b.hypotheses[0].score, abs=1e-4)
+    assert sizes[0] > 3 and sum(n for n in sizes if n <= 3) == sizes[0]  # each sentence searched once
+    assert capsys.readouterr().err.count("out of memory") == 1  # one warning for the whole run
+
+    def no_memory(ids, *args):
+        raise RuntimeError("CUDA failed with error out of memory")  # CTranslate2's wording
+
+    monkeypatch.setattr(tr.backend, "search", no_memory)
+    with pytest.raises(MtkitError, match="out of memory on cpu for a single sentence"):
+        tr.translate(["the cat"])
+
+    def broken(ids, *args):
+        raise RuntimeError("something else")
+
+    monkeypatch.setattr(tr.backend, "search", broken)
+    with pytest.raises(RuntimeError, match="something else"):  # other errors are not retried
+        tr.translate(lines)
 
 
 def test_translation_is_the_detokenized_best_hypothesis(translator):

@@ -48,7 +48,7 @@ class ModelSet:
     """The server's models, keyed by name (the directory's name) and by (source, target)."""
 
     def __init__(self, paths: list[Path], load: LoadOptions, max_wait: float, max_sentences: int,
-                 capacity: int, max_tokens: int = 16000, glossary: Path | None = None,
+                 capacity: int, max_tokens: int = 0, glossary: Path | None = None,
                  glossary_ignore_case: bool = False):
         if not paths:
             raise ConfigError("mtkit serve needs at least one model (-m DIR)")

@@ -173,6 +173,33 @@ def merge_shards(
 app.command("serve")(serve_command)  # `mtkit serve`: its many options live in mtkit/cli_serve.py
 
 
+# ------------------------------------------------------------------------------------------- distill
+@app.command()
+def distill(
+    source: Path = typer.Option(..., "--source", help="The source lines the teacher translated."),
+    translations: Path = typer.Option(..., "--translations",
+        help="The teacher's output of `mtkit translate --scores` (text TAB confidence TAB log-prob)."),
+    out_source: Path = typer.Option(..., "--out-source", help="Source side of the student's corpus."),
+    out_target: Path = typer.Option(..., "--out-target", help="Target side: the kept translations."),
+    original_target: Path | None = typer.Option(None, "--original-target",
+        help="The human translations of --source (with --mix-original: added after the distilled pairs)."),
+    mix_original: bool = typer.Option(False, "--mix-original", help="Add the original pairs too."),
+    min_confidence: float = typer.Option(0.0, "--min-confidence",
+        help="Drop translations whose teacher confidence (0-1) is lower."),
+    max_length_ratio: float = typer.Option(3.0, "--max-length-ratio",
+        help="Drop pairs whose lengths in characters differ by more than this factor."),
+    copy_min_chars: int = typer.Option(20, "--copy-min-chars",
+        help="Drop untranslated copies of sources at least this long (shorter copies stay)."),
+    report: Path | None = typer.Option(None, "--report", help="Write the counts (JSON) here too."),
+) -> None:
+    """Turn a teacher's translations of the training source into a student's corpus (docs/distill.md)."""
+    from mtkit.distill import DistillOptions, run_distill
+
+    opts = DistillOptions(min_confidence, max_length_ratio, copy_min_chars, mix_original)
+    result = run_distill(source, translations, out_source, out_target, opts, original_target, report)
+    typer.echo(result.summary(), err=True)
+
+
 # -------------------------------------------------------------------------------------------- export
 @app.command()
 def export(
@@ -182,11 +209,22 @@ def export(
     quantization: str = typer.Option("float32", "--quantization",
         help="float32, int8, int8_float32, bfloat16 or float16."),
     checkpoint: str = typer.Option("best", "--checkpoint", help="best, last, or a checkpoint path."),
+    shortlist: int = typer.Option(0, "--shortlist", min=0,
+        help="Write a vocabulary shortlist (vmap.txt): this many target subwords per source subword "
+             "(0 = none; ct2 format)."),
+    shortlist_frequent: int = typer.Option(500, "--shortlist-frequent", min=0,
+        help="Most frequent target subwords, always in the shortlist."),
+    shortlist_data: Path | None = typer.Option(None, "--shortlist-data",
+        help="Prepared data directory to count the shortlist on (default: the model's data.dir)."),
+    shortlist_sentences: int = typer.Option(0, "--shortlist-sentences", min=0,
+        help="Count only the first N training pairs (0 = all)."),
 ) -> None:
     """Export a trained Transformer to CTranslate2 (or an Argos Translate package)."""
-    from mtkit.export import run_export
+    from mtkit.export import ShortlistOptions, run_export
 
-    path = run_export(model, output, fmt=fmt, quantization=quantization, checkpoint=checkpoint)
+    lists = ShortlistOptions(shortlist, shortlist_frequent, shortlist_data, shortlist_sentences)
+    path = run_export(model, output, fmt=fmt, quantization=quantization, checkpoint=checkpoint,
+                      shortlist=lists)
     typer.echo(f"wrote {path}", err=True)
 
 

@@ -16,6 +16,8 @@ def serve_command(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (0.0.0.0: every interface)."),
     port: int = typer.Option(5000, "--port", help="TCP port."),
     engine: str = typer.Option("auto", "--engine", help="auto, torch, or ct2 (an exported model)."),
+    no_shortlist: bool = typer.Option(False, "--no-shortlist",
+                                      help="ct2 engine: ignore an export's vocabulary shortlist (vmap.txt)."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:N, mps."),
     precision: str = typer.Option("auto", "--precision", help="auto, fp32, bf16, fp16."),
     int8: bool = typer.Option(False, "--int8", help="Dynamic int8 quantization (torch engine, CPU)."),
@@ -45,7 +47,7 @@ def serve_command(
     from mtkit.translator import LoadOptions
 
     load = LoadOptions(device=device, checkpoint=checkpoint, precision=precision, int8=int8, threads=threads,
-                       engine=engine)
+                       engine=engine, shortlist=not no_shortlist)
     options = ServeOptions(host=host, port=port, max_wait_ms=max_wait_ms, max_batch_sentences=max_batch,
                            queue_sentences=queue, char_limit=char_limit, max_body=max_body, timeout=timeout,
                            api_keys=api_keys, cors_origins=cors_origin, log_level=log_level,

@@ -66,6 +66,8 @@ def translate_command(
         help="K/N: translate only shard K of N (merge the outputs with `mtkit merge-shards`)."),
     engine: str = typer.Option("auto", "--engine",
         help="auto, torch or ct2 (auto: ct2 for an exported CTranslate2 directory)."),
+    no_shortlist: bool = typer.Option(False, "--no-shortlist",
+        help="ct2 engine: ignore the export's vocabulary shortlist (vmap.txt) and search every subword."),
     glossary: Path | None = typer.Option(None, "--glossary",
         help="Terms the translation must use: source TAB target, one a line (torch engine)."),
     glossary_ignore_case: bool = typer.Option(False, "--glossary-ignore-case",
@@ -90,7 +92,7 @@ def translate_command(
         if value is not None:
             overrides.append(f"decoding.{key}={value}")
     load = LoadOptions(device=device, checkpoint=checkpoint, precision=precision, int8=int8, threads=threads,
-                       ensemble=ensemble, engine=engine)
+                       ensemble=ensemble, engine=engine, shortlist=not no_shortlist)
     search = SearchOptions(overrides=overrides, nbest=nbest, sample=sample, seed=seed,
                            attention_layer=attention_layer, max_tokens=max_tokens, glossary=glossary,
                            glossary_ignore_case=glossary_ignore_case, soft_bonus=soft_constraints)

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from mtkit.options import LoadOptions
 
 MANIFEST = "mtkit_export.json"
+VMAP = "vmap.txt"  # the vocabulary map (shortlist) `mtkit export --shortlist` writes (mtkit.shortlist)
 #: source subwords of one CPU sub-batch (see Ct2Model); divided by the beam size for int8 weights
 SUB_BATCH_TOKENS = 1024
 FORMAT = "mtkit-ct2"
@@ -192,6 +193,8 @@ class Ct2Model:
             if torch and torch.get_num_threads() != before:
                 torch.set_num_threads(before)
         self.model = self.translator
+        # a shortlisted export: each batch may use only its source words' candidates (mtkit.shortlist)
+        self.use_vmap = load.shortlist and (self.model_dir / VMAP).is_file()
         self.device = f"{device}:{index}" if device == "cuda" else device
         self.dtype = self.translator.compute_type
         self.src_pieces = _pieces(self.model_dir / self.meta.src_bpe)
@@ -243,7 +246,7 @@ class Ct2Model:
             "return_attention": need_attention, "length_penalty": penalty,
             # with a penalty CTranslate2 stops a sentence at K finished hypotheses and returns them all,
             # to be reranked here; without one it stops when the best beam ends
-            "num_hypotheses": k if penalty else nbest,
+            "num_hypotheses": k if penalty else nbest, "use_vmap": self.use_vmap,
         }
         copies = 1
         if sample:

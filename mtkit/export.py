@@ -25,6 +25,7 @@ import shutil
 import sys
 import tempfile
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +34,11 @@ import numpy as np
 from mtkit import __version__
 from mtkit.bpe import Bpe
 from mtkit.config import ModelConfig, to_dict
-from mtkit.ct2 import FORMAT, FORMAT_VERSION, MANIFEST, is_exported, require_ctranslate2
+from mtkit.ct2 import FORMAT, FORMAT_VERSION, MANIFEST, VMAP, is_exported, require_ctranslate2
+from mtkit.data.meta import read_meta
 from mtkit.errors import ConfigError, MtkitError
 from mtkit.loader import LoadedModel, load_model
+from mtkit.shortlist import build_shortlist, write_vmap
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 FORMATS = ("ct2", "argos")
@@ -56,8 +59,18 @@ _EXPRESSIBLE: dict[str, tuple[Any, ...] | None] = {
 }
 
 
+@dataclass
+class ShortlistOptions:
+    """``mtkit export --shortlist K``: a vocabulary map for the ct2 engine (`mtkit.shortlist`)."""
+
+    per_source: int = 0  # target subwords per source subword; 0 = no shortlist
+    frequent: int = 500  # most frequent target subwords, always allowed
+    data: str | Path | None = None  # prepared data directory (default: the model's data.dir)
+    max_sentences: int = 0  # count the first N training pairs only (0 = all)
+
+
 def run_export(model: str | Path, output: str | Path, fmt: str = "ct2", quantization: str = "float32",
-               checkpoint: str = "best") -> Path:
+               checkpoint: str = "best", shortlist: ShortlistOptions | None = None) -> Path:
     """Export ``model`` (a model directory or checkpoint) to ``output``; returns the path written."""
     if fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r}: use ct2 or argos")
@@ -77,6 +90,11 @@ def run_export(model: str | Path, output: str | Path, fmt: str = "ct2", quantiza
         target = stage / "model"
         target.mkdir()
         write_ct2(loaded, target, quantization, ct2)
+        if shortlist is not None and shortlist.per_source > 0:
+            if fmt != "ct2":
+                raise ConfigError("--shortlist: Argos Translate runs CTranslate2 without vocabulary maps; "
+                                  "export the shortlist with --format ct2")
+            _write_shortlist(loaded, target, shortlist)
         if fmt == "ct2":
             _swap_in(target, output)
         else:
@@ -86,6 +104,30 @@ def run_export(model: str | Path, output: str | Path, fmt: str = "ct2", quantiza
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return output
+
+
+def _write_shortlist(loaded: LoadedModel, directory: Path, opts: ShortlistOptions) -> None:
+    """vmap.txt from the training data the model was trained on (its data.dir unless given), and the
+    settings in the manifest; the ct2 engine uses a model's vmap.txt when there is one."""
+    data = Path(opts.data) if opts.data is not None else Path(loaded.config.data.dir)
+    if not (data / "meta.json").is_file():
+        raise ConfigError(f"--shortlist: no prepared data in {data} (the model's data.dir) to count the "
+                          "shortlist on; name it with --shortlist-data")
+    counted, meta = read_meta(data), loaded.meta
+    if (counted.src_vocab_size, counted.tgt_vocab_size) != (meta.src_vocab_size, meta.tgt_vocab_size):
+        raise ConfigError(f"--shortlist-data {data}: its vocabularies ({counted.src_vocab_size}, "
+                          f"{counted.tgt_vocab_size}) are not the model's ({loaded.meta.src_vocab_size}, "
+                          f"{loaded.meta.tgt_vocab_size})")
+    lists = build_shortlist(data, opts.per_source, opts.frequent, opts.max_sentences)
+    src_pieces = _pieces(loaded.model_dir / meta.src_bpe)
+    tgt_pieces = src_pieces if meta.tgt_bpe == meta.src_bpe else _pieces(loaded.model_dir / meta.tgt_bpe)
+    rules = write_vmap(lists, src_pieces, tgt_pieces, directory / VMAP)
+    manifest_path = directory / MANIFEST
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest["shortlist"] = {"file": VMAP, "per_source": opts.per_source, "frequent": len(lists.always),
+                             "source_entries": rules, "sentences_counted": lists.sentences,
+                             "data": str(data.resolve())}
+    manifest_path.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def argos_sbd_note(package: Path, src_lang: str) -> str:
@@ -308,5 +350,5 @@ def _package_argos(loaded: LoadedModel, model: Path, stage: Path) -> Path:
     return archive
 
 
-__all__ = ["FORMATS", "QUANTIZATIONS", "argos_sbd_note", "check_expressible", "position_rows", "run_export",
-           "transformer_spec", "write_ct2"]
+__all__ = ["FORMATS", "QUANTIZATIONS", "ShortlistOptions", "argos_sbd_note", "check_expressible",
+           "position_rows", "run_export", "transformer_spec", "write_ct2"]

@@ -26,6 +26,7 @@ class LoadOptions:
     threads: int = 0  # CPU threads while translating (0 = all allowed cores)
     ensemble: Sequence[str | Path] = ()  # more model directories to ensemble with
     engine: str = "auto"  # torch, ct2 (an exported CTranslate2 directory), or auto: decided by the directory
+    shortlist: bool = True  # ct2 engine: use the export's vocabulary map (vmap.txt) where it has one
 
 
 @dataclass

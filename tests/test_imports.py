@@ -23,7 +23,7 @@ MAX_LINES = 420
 
 #: floor 2, one "files in → files out" job each; a package stage (train) is one stage
 STAGES = ("mtkit.prepare", "mtkit.train", "mtkit.translate", "mtkit.score", "mtkit.average",
-          "mtkit.export", "mtkit.serve")
+          "mtkit.export", "mtkit.serve", "mtkit.distill")
 #: floor 1: parses options and calls one stage; it alone may import stages
 CLI = ("mtkit.cli", "mtkit.cli_serve", "mtkit.cli_translate", "mtkit.__main__")
 #: imported by mtkit.models / mtkit.search they would make every model user pay for the CLI stack

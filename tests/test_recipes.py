@@ -97,12 +97,24 @@ elif cmd == "translate":
         Path(opt("--attention-plot"), "attention-000000.png").write_bytes(b"png")
 elif cmd == "score":
     print("TABLE", " ".join(a for a in args if a.startswith("work")))
+elif cmd == "export":  # a directory the stand-in's translate takes, with a shortlist when asked
+    out = Path(opt("-o"))
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(Path(opt("--model"), "checkpoint_best.pt"), out / "checkpoint_best.pt")
+    (out / "mtkit_export.json").write_text(json.dumps({"shortlist": opt("--shortlist")}))
+    (out / "vmap.txt").unlink(missing_ok=True)
+    if opt("--shortlist"):
+        (out / "vmap.txt").write_text("\t.\n")
+elif cmd == "distill":
+    shutil.copyfile(opt("--source"), opt("--out-source"))
+    shutil.copyfile(opt("--translations"), opt("--out-target"))
+    Path(opt("--report")).write_text(json.dumps({"pairs": 1, "kept": 1, "dropped": {}}))
 '''
 
 
 def _copy_recipe(name: str, root: Path) -> Path:
     (root / "recipes").mkdir(parents=True)
-    for shared in ("common.mk", "deb.mk", "train.mk"):
+    for shared in ("common.mk", "deb.mk", "train.mk", "student.mk", "head_pairs.py", "student_table.py"):
         shutil.copy(RECIPES / shared, root / "recipes" / shared)
     target = root / "recipes" / name
     shutil.copytree(RECIPES / name, target, ignore=shutil.ignore_patterns("work", "__pycache__"))
@@ -193,6 +205,43 @@ def test_deb_recipe_runs_every_stage_once_then_nothing(tmp_path: Path) -> None:
     assert sorted(calls) == sorted(["prepare", "train", "train", *["translate"] * 6, "score"])
     assert (recipe / "work" / "data" / "dev.de").resolve() == moved / "dev.de"
     assert _make(recipe, log, fake, f"DATA={moved}", "TIME=2") == []
+
+
+@needs_make
+def test_student_recipe_distils_trains_exports_scores_and_reruns_only_what_is_stale(tmp_path: Path) -> None:
+    recipe, fake, log, data = _deb_en_de(tmp_path)
+    work = recipe / "work" / "student"
+    common = ("student", f"DATA={data}", "TIME=1", "SPEED_RUNS=1")
+    # the teacher (prepare + train), its int8 export and translation of the training source, the
+    # distilled corpus, both corpora prepared, three students (two distilled, the first also on the
+    # original pairs: the control), 8 exports (4 systems, with and without shortlist), 16 test
+    # translations and 4 scores, then the table's 16 timed runs
+    calls = _make(recipe, log, fake, *common, "STUDENT_TIME=1")
+    assert sorted(calls) == sorted(["prepare", "train", "export", "translate", "distill", "prepare", "prepare",
+                                    "train", "train", "train", *["export"] * 7, *["translate"] * 32,
+                                    *["score"] * 4])
+    assert sorted(p.name for p in (work / "export").iterdir()) == sorted(
+        f"{m}-int8{sl}" for m in ("teacher", "student-base-distilled", "student-tiny-distilled",
+                                  "student-base-original") for sl in ("", "-sl"))
+    assert (work / "export" / "student-tiny-distilled-int8-sl" / "vmap.txt").is_file()
+    assert not (work / "export" / "student-tiny-distilled-int8" / "vmap.txt").exists()
+    assert (work / "distilled.de").read_text() == (work / "teacher.hyp").read_text()
+    table = (work / "table.md").read_text()
+    assert "| teacher-int8 | greedy |" in table and "| student-base-original-int8-sl | beam5 |" in table
+    assert _make(recipe, log, fake, *common, "STUDENT_TIME=1", "SPEED_RUNS=1") == []
+
+    # a longer student budget: the students resume; the teacher and the corpus stay
+    calls = _make(recipe, log, fake, *common, "STUDENT_TIME=2")
+    assert sorted(calls) == sorted(["train"] * 3 + ["export"] * 6 + ["translate"] * (12 + 16) + ["score"] * 4)
+    assert (work / "student-tiny-distilled" / "checkpoint_best.pt").read_text() == "2"
+    # another shortlist: only the shortlisted exports and what follows them
+    calls = _make(recipe, log, fake, *common, "STUDENT_TIME=2", "SHORTLIST=20")
+    assert sorted(calls) == sorted(["export"] * 4 + ["translate"] * (8 + 16) + ["score"] * 4)
+    # fewer lines to distil: the teacher translates again, the students start afresh
+    calls = _make(recipe, log, fake, *common, "STUDENT_TIME=2", "SHORTLIST=20", "STUDENT_LINES=1")
+    assert sorted(calls) == sorted(["translate", "distill", "prepare", "prepare", "train", "train", "train",
+                                    *["export"] * 6, *["translate"] * (12 + 16), *["score"] * 4])
+    assert _make(recipe, log, fake, *common, "STUDENT_TIME=2", "SHORTLIST=20", "STUDENT_LINES=1") == []
 
 
 @needs_make

@@ -2,9 +2,9 @@
 
     python recipes/head_pairs.py N SRC TGT OUT_SRC OUT_TGT
 
-SRC and TGT may be gzipped (recognised by their first bytes). Both outputs are written to temporary files and renamed into place only
-when both are complete, so an interrupted run leaves nothing that looks finished. Files that do not
-hold the same number of lines are refused (one line, non-zero exit).
+SRC and TGT may be gzipped (recognised by their first bytes). Both outputs are written to temporary
+files and renamed into place only when both are complete, so an interrupted run leaves nothing that
+looks finished. Files that do not hold the same number of lines are refused (one line, non-zero exit).
 """
 
 from __future__ import annotations
@@ -31,18 +31,17 @@ def main(argv: list[str]) -> int:
     n = 0
     with _open(src) as fs, _open(tgt) as ft, open(tmp[0], "w", encoding="utf-8") as os_, \
             open(tmp[1], "w", encoding="utf-8") as ot:
-        for a, b in zip(fs, ft):
+        for a, b in zip(fs, ft):  # noqa: B905 - a longer file is reported below
             if limit and n >= limit:
                 break
             os_.write(a if a.endswith("\n") else a + "\n")
             ot.write(b if b.endswith("\n") else b + "\n")
             n += 1
-        if not limit or n < limit:
-            if next(fs, None) is not None or next(ft, None) is not None:
-                for t in tmp:
-                    t.unlink()
-                print(f"error: {src} and {tgt} hold different numbers of lines", file=sys.stderr)
-                return 1
+        if (not limit or n < limit) and (next(fs, None) is not None or next(ft, None) is not None):
+            for t in tmp:
+                t.unlink()
+            print(f"error: {src} and {tgt} hold different numbers of lines", file=sys.stderr)
+            return 1
     for t, final in zip(tmp, (out_src, out_tgt)):
         os.replace(t, final)
     print(f"{n:,} pairs → {out_src}, {out_tgt}", file=sys.stderr)

@@ -42,7 +42,7 @@ def main(argv: list[str]) -> int:
                 t.unlink()
             print(f"error: {src} and {tgt} hold different numbers of lines", file=sys.stderr)
             return 1
-    for t, final in zip(tmp, (out_src, out_tgt)):
+    for t, final in zip(tmp, (out_src, out_tgt), strict=True):
         os.replace(t, final)
     print(f"{n:,} pairs → {out_src}, {out_tgt}", file=sys.stderr)
     return 0

@@ -78,13 +78,11 @@ $(SDIR)/distilled.$(SRC) $(SDIR)/distilled.$(TGT): $(SDIR)/teacher.hyp
 	    --report $(SDIR)/distill.json $(DISTILL_ARGS)
 
 # 5. both corpora prepared with the teacher's BPE (same vocabulary, same dev and test sets)
-corpus = $(if $(filter distilled,$(1)),$(SDIR)/distilled.$(2),$(if $(filter $(SRC),$(2)),$(SDIR)/source.$(SRC),\
-    $(SDIR)/original.$(TGT)))
 $(SDIR)/bin-distilled/meta.json: $(SDIR)/distilled.$(SRC) $(SDIR)/distilled.$(TGT)
 $(SDIR)/bin-original/meta.json: $(SDIR)/source.$(SRC) $(SDIR)/original.$(TGT)
 $(SDIR)/bin-distilled/meta.json $(SDIR)/bin-original/meta.json: $(PREPARE_CONFIG) $(STAMPS)/$(TEACHER).trained
-	$(MTKIT) prepare $(PREPARE_CONFIG) --set data.train_src=$(call corpus,$(patsubst bin-%,%,$(notdir $(@D))),$(SRC)) \
-	    --set data.train_tgt=$(call corpus,$(patsubst bin-%,%,$(notdir $(@D))),$(TGT)) --set data.dir=$(@D) --set bpe.model_from=$(WORK)/$(TEACHER)
+	$(MTKIT) prepare $(PREPARE_CONFIG) --set data.train_src=$(filter %.$(SRC),$^) \
+	    --set data.train_tgt=$(filter %.$(TGT),$^) --set data.dir=$(@D) --set bpe.model_from=$(WORK)/$(TEACHER)
 
 # 6. the students: a new config or new data starts afresh, a new STUDENT_TIME resumes
 student_data = $(lastword $(subst -, ,$(1)))

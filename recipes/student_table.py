@@ -82,8 +82,8 @@ def main() -> int:
             model = args.exports / system
             for search in args.searches.split():
                 flags = ["--greedy"] if search == "greedy" else ["--beam", search.removeprefix("beam")]
-                cmd = [*shlex.split(args.mtkit), "translate", "--model", str(model), *flags, "-i", str(args.source),
-                       "-o", str(out)]
+                cmd = [*shlex.split(args.mtkit), "translate", "--model", str(model), *flags,
+                       "-i", str(args.source), "-o", str(out)]
                 runs = [timed(cmd) for _ in range(args.runs)]
                 hyps = out.read_text(encoding="utf-8").splitlines()
                 if len(hyps) != n:
@@ -92,9 +92,9 @@ def main() -> int:
                 words = sum(len(h.split()) for h in hyps)
                 bleu = sacrebleu.corpus_bleu(hyps, [refs]).score
                 chrf = sacrebleu.corpus_chrf(hyps, [refs]).score
-                rows.append(f"| {system} | {search} | {bleu:.2f} | {chrf:.2f} | {n / wall:.1f} | {words / wall:,.0f} "
-                            f"| {', '.join(f'{r[0]:.1f}' for r in runs)} | {max(r[1] for r in runs):,.0f} "
-                            f"| {size_mb(model):.1f} |")
+                rows.append(f"| {system} | {search} | {bleu:.2f} | {chrf:.2f} | {n / wall:.1f} "
+                            f"| {words / wall:,.0f} | {', '.join(f'{r[0]:.1f}' for r in runs)} "
+                            f"| {max(r[1] for r in runs):,.0f} | {size_mb(model):.1f} |")
                 print(rows[-1], file=sys.stderr, flush=True)
     head = [f"Students (make student), {dt.datetime.now().isoformat(timespec='minutes')}; {cpu()}.",
             f"{n:,} test sentences, whole `mtkit translate` command, median of {args.runs} runs; "
@@ -103,7 +103,8 @@ def main() -> int:
     if args.distill_report and args.distill_report.is_file():
         report = json.loads(args.distill_report.read_text(encoding="utf-8"))
         dropped = ", ".join(f"{v:,} {k}" for k, v in report["dropped"].items() if v) or "none"
-        tail = ["", f"Distilled corpus: {report['kept']:,} of {report['pairs']:,} pairs kept (dropped: {dropped})."]
+        tail = ["", f"Distilled corpus: {report['kept']:,} of {report['pairs']:,} pairs kept "
+                f"(dropped: {dropped})."]
     tmp_out = args.out.with_name(f".{args.out.name}.tmp")
     tmp_out.write_text("\n".join(head + rows + tail) + "\n", encoding="utf-8")
     os.replace(tmp_out, args.out)

@@ -217,9 +217,9 @@ def test_student_recipe_distils_trains_exports_scores_and_reruns_only_what_is_st
     # original pairs: the control), 8 exports (4 systems, with and without shortlist), 16 test
     # translations and 4 scores, then the table's 16 timed runs
     calls = _make(recipe, log, fake, *common, "STUDENT_TIME=1")
-    assert sorted(calls) == sorted(["prepare", "train", "export", "translate", "distill", "prepare", "prepare",
-                                    "train", "train", "train", *["export"] * 7, *["translate"] * 32,
-                                    *["score"] * 4])
+    assert sorted(calls) == sorted(["prepare", "train", "export", "translate", "distill", "prepare",
+                                    "prepare", "train", "train", "train", *["export"] * 7,
+                                    *["translate"] * 32, *["score"] * 4])
     assert sorted(p.name for p in (work / "export").iterdir()) == sorted(
         f"{m}-int8{sl}" for m in ("teacher", "student-base-distilled", "student-tiny-distilled",
                                   "student-base-original") for sl in ("", "-sl"))

@@ -196,3 +196,18 @@ def test_cli_export_shortlist_then_translate_with_and_without_it(trained, copy_d
     assert bad.returncode != 0 and "no prepared data" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
     shutil.rmtree(tmp_path / "ct2")
+
+
+@needs_ct2
+def test_the_server_runs_a_shortlisted_export_with_its_shortlist(trained, copy_data, tmp_path):
+    from mtkit.options import LoadOptions
+    from mtkit.serve.models import ModelSet
+
+    model, _ = trained
+    export = run_export(model, tmp_path / "ct2", shortlist=ShortlistOptions(per_source=2, data=copy_data))
+    for shortlist in (True, False):  # mtkit serve --no-shortlist gives False
+        served = ModelSet([export], LoadOptions(device="cpu", threads=1, shortlist=shortlist), 0.001, 8, 100)
+        try:
+            assert [m.translator.backend.use_vmap for m in served.models.values()] == [shortlist]
+        finally:
+            served.close()

@@ -43,15 +43,17 @@ student-show:
 
 $(SSTAMP)/lines: FORCE
 	$(call value_stamp,$@,lines=$(STUDENT_LINES))
-$(SSTAMP)/distill-settings: FORCE
-	$(call value_stamp,$@,teacher=$(TEACHER) beam=$(DISTILL_BEAM) args=$(DISTILL_ARGS))
+$(SSTAMP)/teacher-search: FORCE
+	$(call value_stamp,$@,teacher=$(TEACHER) beam=$(DISTILL_BEAM))
+$(SSTAMP)/distill-args: FORCE
+	$(call value_stamp,$@,$(DISTILL_ARGS))
 $(SSTAMP)/budget: FORCE
 	$(call value_stamp,$@,max_time=$(STUDENT_TIME))
 $(SSTAMP)/shortlist: FORCE
 	$(call value_stamp,$@,k=$(SHORTLIST) frequent=$(SHORTLIST_FREQUENT))
 
 # 1. the training pairs to distil (the first STUDENT_LINES; plain text, line for line)
-$(SDIR)/source.$(SRC) $(SDIR)/original.$(TGT): $(SSTAMP)/lines $(LINKS)/train.$(SRC).gz $(LINKS)/train.$(TGT).gz
+$(SDIR)/source.$(SRC) $(SDIR)/original.$(TGT) &: $(SSTAMP)/lines $(LINKS)/train.$(SRC).gz $(LINKS)/train.$(TGT).gz
 	@mkdir -p $(SDIR)
 	$(PYTHON) $(RECIPE_DIR)/../head_pairs.py $(STUDENT_LINES) $(LINKS)/train.$(SRC).gz $(LINKS)/train.$(TGT).gz \
 	    $(SDIR)/source.$(SRC) $(SDIR)/original.$(TGT)
@@ -64,7 +66,7 @@ $(SDIR)/export/teacher-int8-sl/mtkit_export.json: $(STAMPS)/$(TEACHER).trained $
 	    --shortlist-frequent $(SHORTLIST_FREQUENT)
 
 # 3. its beam translations of the source, with confidence; resumable (a kill loses at most one chunk)
-$(SDIR)/teacher.hyp: $(SDIR)/export/teacher-int8/mtkit_export.json $(SDIR)/source.$(SRC) $(SSTAMP)/distill-settings
+$(SDIR)/teacher.hyp: $(SDIR)/export/teacher-int8/mtkit_export.json $(SDIR)/source.$(SRC) $(SSTAMP)/teacher-search
 	@for f in $^; do if [ -f $(SDIR)/teacher.part ] && [ $(SDIR)/teacher.part -ot $$f ]; then \
 	    echo "starting the teacher's translation afresh: $$f changed"; rm -f $(SDIR)/teacher.part; fi; done
 	$(MTKIT) translate --model $(SDIR)/export/teacher-int8 --beam $(DISTILL_BEAM) --scores --resume \
@@ -72,7 +74,7 @@ $(SDIR)/teacher.hyp: $(SDIR)/export/teacher-int8/mtkit_export.json $(SDIR)/sourc
 	mv $(SDIR)/teacher.part $@
 
 # 4. the student's corpus, and the counts of what was dropped
-$(SDIR)/distilled.$(SRC) $(SDIR)/distilled.$(TGT): $(SDIR)/teacher.hyp
+$(SDIR)/distilled.$(SRC) $(SDIR)/distilled.$(TGT) &: $(SDIR)/teacher.hyp $(SSTAMP)/distill-args
 	$(MTKIT) distill --source $(SDIR)/source.$(SRC) --translations $< --original-target $(SDIR)/original.$(TGT) \
 	    --out-source $(SDIR)/distilled.$(SRC) --out-target $(SDIR)/distilled.$(TGT) \
 	    --report $(SDIR)/distill.json $(DISTILL_ARGS)

@@ -242,6 +242,12 @@ def test_student_recipe_distils_trains_exports_scores_and_reruns_only_what_is_st
     assert sorted(calls) == sorted(["translate", "distill", "prepare", "prepare", "train", "train", "train",
                                     *["export"] * 6, *["translate"] * (12 + 16), *["score"] * 4])
     assert _make(recipe, log, fake, *common, "STUDENT_TIME=2", "SHORTLIST=20", "STUDENT_LINES=1") == []
+    # another filter: distil again (not translate), retrain the distilled students, not the control
+    now = (*common, "STUDENT_TIME=2", "SHORTLIST=20", "STUDENT_LINES=1", "DISTILL_ARGS=--min-confidence 0.5")
+    calls = _make(recipe, log, fake, *now)
+    assert sorted(calls) == sorted(["distill", "prepare", "train", "train", *["export"] * 4,
+                                    *["translate"] * (8 + 16), *["score"] * 4])
+    assert _make(recipe, log, fake, *now) == []
 
 
 @needs_make

@@ -358,10 +358,10 @@ needs_make = pytest.mark.skipif(shutil.which("make") is None, reason="GNU make i
 
 
 def _recipes(root: Path) -> Path:
-    """recipes/{common.mk, deb.mk, train.mk, deb-en-de, demo, adapt} under root, with a deb corpus and
-    the Bible as fetch_bible.py leaves it (nothing is downloaded)."""
+    """recipes/{common.mk, deb.mk, train.mk, student.mk, deb-en-de, demo, adapt} under root, with a deb
+    corpus and the Bible as fetch_bible.py leaves it (nothing is downloaded)."""
     (root / "recipes").mkdir()
-    for shared in ("common.mk", "deb.mk", "train.mk"):
+    for shared in ("common.mk", "deb.mk", "train.mk", "student.mk"):
         shutil.copy(RECIPES / shared, root / "recipes" / shared)
     for name in ("deb-en-de", "demo", "adapt"):
         shutil.copytree(RECIPES / name, root / "recipes" / name,

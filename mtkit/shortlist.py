@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from mtkit.data.meta import read_meta
-from mtkit.errors import DataError
+from mtkit.data.shards import Shard
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 SPECIAL = (PAD_ID, UNK_ID, BOS_ID, EOS_ID)
@@ -49,16 +49,12 @@ class Shortlist:
 
 
 def _sentences(prefix: Path, dtype: np.dtype, limit: int) -> tuple[np.ndarray, np.ndarray]:
-    """All tokens of a shard and the offsets of its first ``limit`` sentences (0 = all)."""
-    idx, bin_path = Path(f"{prefix}.idx"), Path(f"{prefix}.bin")
-    for p in (idx, bin_path):
-        if not p.is_file():
-            raise DataError(f"missing shard file {p}: the shortlist is counted on prepared training data")
-    offsets = np.fromfile(idx, dtype=np.int64)
-    if limit:
-        offsets = offsets[: limit + 1]
-    tokens = np.fromfile(bin_path, dtype=dtype, count=int(offsets[-1])).astype(np.int64)
-    return tokens, offsets
+    """All tokens of a shard and the offsets of its first ``limit`` sentences (0 = all), read and
+    checked by the shard reader."""
+    shard = Shard(prefix, dtype)
+    lengths = shard.lengths[:limit] if limit else shard.lengths
+    offsets = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+    return shard.all_tokens()[: int(offsets[-1])].astype(np.int64), offsets
 
 
 def _merge(keys: list[np.ndarray], counts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -16,6 +16,7 @@ import json
 import os
 import platform
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -69,6 +70,8 @@ def main() -> int:
     p.add_argument("--mtkit", default=f"{sys.executable} -m mtkit")
     p.add_argument("--distill-report", type=Path)
     p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--hyp-dir", type=Path,
+                   help="also keep each output here as SYSTEM.SEARCH.txt (for `mtkit score`)")
     args = p.parse_args()
     import sacrebleu
 
@@ -86,6 +89,9 @@ def main() -> int:
                        "-i", str(args.source), "-o", str(out)]
                 runs = [timed(cmd) for _ in range(args.runs)]
                 hyps = out.read_text(encoding="utf-8").splitlines()
+                if args.hyp_dir:
+                    args.hyp_dir.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(out, args.hyp_dir / f"{system}.{search}.txt")
                 if len(hyps) != n:
                     raise SystemExit(f"error: {system} {search}: {len(hyps)} lines for {n}")
                 wall = statistics.median(r[0] for r in runs)

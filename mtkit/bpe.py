@@ -75,8 +75,9 @@ def _sample_sentences(inputs: list[str], limit: int, seed: int) -> Iterator[str]
 
 def train_bpe(inputs: list[str], model_prefix: str, vocab_size: int = 8000,
               character_coverage: float = 1.0, input_sentence_size: int = BPE_SAMPLE_SENTENCES,
-              seed: int = 1) -> Path:
-    """Train a BPE model on one or more files (joint when several); returns PREFIX.model."""
+              seed: int = 1, symbols: list[str] | None = None) -> Path:
+    """Train a BPE model on one or more files (joint when several); returns PREFIX.model. ``symbols``
+    become pieces of their own, never split or merged (the language tags of `mtkit.corpora`)."""
     if not inputs:
         raise MtkitError("bpe train: give at least one --input file")
     sentences = _sample_sentences(inputs, input_sentence_size, seed)
@@ -97,6 +98,7 @@ def train_bpe(inputs: list[str], model_prefix: str, vocab_size: int = 8000,
             num_threads=_threads(),
             minloglevel=2,
             hard_vocab_limit=False,
+            **({"user_defined_symbols": list(symbols)} if symbols else {}),
         )
     except RuntimeError as exc:
         raise MtkitError(f"bpe train: sentencepiece failed: {_trainer_message(exc)}") from None
@@ -135,6 +137,15 @@ class Bpe:
 
     def decode_pieces(self, pieces: list[list[str]]) -> list[str]:
         return [self.sp.DecodePieces(x) for x in pieces]
+
+    def piece_ids(self, pieces: list[str], what: str) -> dict[str, int]:
+        """The id of each of ``pieces``, which must be in the vocabulary (``what`` names it in errors)."""
+        ids = {p: self.sp.PieceToId(p) for p in pieces}
+        missing = [p for p, i in ids.items() if i == UNK_ID]
+        if missing:
+            raise DataError(f"{what} has no piece {missing[0]} (a language tag: the model was not trained "
+                            "with it)")
+        return ids
 
     def id_to_piece(self, ids: list[int]) -> list[str]:
         return [self.sp.IdToPiece(i) for i in ids]

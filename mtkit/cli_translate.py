@@ -75,6 +75,8 @@ def translate_command(
     soft_constraints: float | None = typer.Option(None, "--soft-constraints",
         help="Glossary terms and constraints as a bonus per subword (this much log-probability), "
              "not a rule."),
+    tgt_lang: str = typer.Option("", "--tgt-lang",
+        help="Language to translate into (needed where the model knows several; docs/multilingual.md)."),
     json_input: bool = typer.Option(False, "--json-input",
         help='Each input line is JSON: {"text": ..., "constraints": [target strings]}.'),
 ) -> None:
@@ -95,7 +97,8 @@ def translate_command(
                        ensemble=ensemble, engine=engine, shortlist=not no_shortlist)
     search = SearchOptions(overrides=overrides, nbest=nbest, sample=sample, seed=seed,
                            attention_layer=attention_layer, max_tokens=max_tokens, glossary=glossary,
-                           glossary_ignore_case=glossary_ignore_case, soft_bonus=soft_constraints)
+                           glossary_ignore_case=glossary_ignore_case, soft_bonus=soft_constraints,
+                           tgt_lang=tgt_lang)
     out = OutputOptions(json=json_out, alignment=alignment, scores=scores, min_confidence=min_confidence,
                         flag_file=flag_file, attention_plot=attention_plot,
                         attention_plot_max=attention_plot_max, attention_head=attention_head,

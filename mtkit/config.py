@@ -19,74 +19,12 @@ from typing import Any, Literal
 import yaml
 
 from mtkit.config_checks import Condition, Not, check_applicable, coerce, suggest
+from mtkit.config_data import BpeConfig, DataConfig
+from mtkit.config_data import config_field as _f
 from mtkit.errors import ConfigError
-from mtkit.vocab import BPE_SAMPLE_SENTENCES
 
 #: the resolved config beside the data it made (data.dir) and the model it trained (model_dir)
 CONFIG_FILE = "config.yaml"
-
-
-def _f(default: Any, doc: str, lo: float | None = None, hi: float | None = None,
-       when: dict[str, Condition] | None = None) -> Any:
-    """A dataclass field with its documentation, optional inclusive range and the conditions under
-    which it applies (``when``, see mtkit.config_checks: set elsewhere, the key is refused)."""
-    meta: dict[str, Any] = {"doc": doc}
-    if when:
-        meta["when"] = when
-    if lo is not None:
-        meta["min"] = lo
-    if hi is not None:
-        meta["max"] = hi
-    if isinstance(default, (list, dict)):
-        return field(default_factory=lambda: type(default)(default), metadata=meta)
-    return field(default=default, metadata=meta)
-
-
-@dataclass
-class DataConfig:
-    """Where the raw parallel text is and how `mtkit prepare` filters it."""
-
-    train_src: str = _f("", "Raw training source file (plain text or .gz), one segment per line.")
-    train_tgt: str = _f("", "Raw training target file, line-aligned with train_src.")
-    dev_src: str = _f("", "Raw development source file (validation during training).")
-    dev_tgt: str = _f("", "Raw development target file.")
-    test_src: str = _f("", "Raw test source file (optional; binarized too when given).")
-    test_tgt: str = _f("", "Raw test target file (optional).")
-    src_lang: str = _f("src", "Source language code, used in file names and reports.")
-    tgt_lang: str = _f("tgt", "Target language code.")
-    dir: str = _f("data-bin", "Experiment data directory that `prepare` writes shards and BPE models to.")
-    max_len: int = _f(250, "Drop training pairs with more subword tokens than this on either side.", 1)
-    min_len: int = _f(1, "Drop training pairs with fewer subword tokens than this on either side.", 0)
-    max_len_ratio: float = _f(
-        3.0, "Drop training pairs whose token-length ratio (longer/shorter) exceeds this; 0 disables.", 0
-    )
-    filter_dev: bool = _f(
-        False, "Apply the filters to dev/test too (normally they are kept whole, empty lines included, so "
-        "they stay line-aligned with the raw files)."
-    )
-
-
-@dataclass
-class BpeConfig:
-    """Subword segmentation (sentencepiece BPE)."""
-
-    joint: bool = _f(True, "One BPE model and vocabulary shared by source and target.")
-    vocab_size: int = _f(8000, "Vocabulary size of each BPE model.", 16)
-    character_coverage: float = _f(
-        1.0, "Share of characters the model must cover (1.0 for Latin scripts, ~0.9995 for CJK; "
-        "sentencepiece accepts 0.98 to 1).", 0.98, 1.0
-    )
-    input_sentence_size: int = _f(
-        BPE_SAMPLE_SENTENCES, "Sample at most this many sentences to train BPE (0 = use all).", 0
-    )
-    model: str = _f("", "Existing joint model (PREFIX.model) to reuse instead of training one; copied "
-                    "into data.dir.")
-    src_model: str = _f("", "Existing source model to reuse when joint is false (else one is trained).")
-    tgt_model: str = _f("", "Existing target model to reuse when joint is false (else one is trained).")
-    model_from: str = _f("", "Copy the BPE model(s) of a trained model (its directory or a .model file) "
-                         "instead of training: the vocabulary a fine-tune of it (training.init_from) needs.")
-    seed: int = _f(1, "Seed for sampling the BPE training sentences (when the corpus has more than "
-                   "input_sentence_size).", when={"input_sentence_size": Not(0)})
 
 
 RNN: dict[str, Condition] = {"arch": ("rnn",)}

@@ -71,6 +71,14 @@ def coerce(value: Any, tp: Any, name: str) -> Any:
         if not isinstance(value, (list, tuple)):
             raise ConfigError(f"{name}: expected a list, got {value!r}")
         return [coerce(v, item, f"{name}[{i}]") for i, v in enumerate(value)]
+    if dataclasses.is_dataclass(tp):  # an item of a list of mappings (data.corpora)
+        if not isinstance(value, dict):
+            raise ConfigError(f"{name}: expected a mapping of keys, got {value!r}")
+        hints, names = typing.get_type_hints(tp), [f.name for f in dataclasses.fields(tp)]
+        for key in value:
+            if key not in names:
+                raise ConfigError(f"unknown key '{name}.{key}'{suggest(str(key), names)}")
+        return tp(**{k: coerce(v, hints[k], f"{name}.{k}") for k, v in value.items()})
     if tp is bool:
         if not isinstance(value, bool):
             raise ConfigError(f"{name}: expected true or false, got {value!r}")

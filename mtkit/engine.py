@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from mtkit.errors import ConfigError
+from mtkit.errors import ConfigError, MtkitError
 
 if TYPE_CHECKING:
     from mtkit.config import Config, DecodingConfig
@@ -82,4 +82,19 @@ def open_engine(engine: str, model: str | Path, load: LoadOptions, overrides: Se
     return TorchEngine(model, load, overrides, threads, attention_layer, seed)
 
 
-__all__ = ["ENGINES", "Engine", "open_engine", "resolve_engine"]
+def stored_languages(model: str | Path) -> dict[str, Any]:
+    """The languages record of a model directory, checkpoint or export (`mtkit.corpora.languages`):
+    {} for a model of one language pair, or where there is no record to read (loading will say why)."""
+    from mtkit.ct2 import is_exported, read_manifest
+    from mtkit.data.meta import read_meta
+
+    try:
+        if is_exported(model):
+            return read_manifest(model).meta.languages
+        path = Path(model)
+        return read_meta(path if path.is_dir() else path.parent).languages
+    except MtkitError:
+        return {}
+
+
+__all__ = ["ENGINES", "Engine", "open_engine", "resolve_engine", "stored_languages"]

@@ -83,6 +83,10 @@ def run_export(model: str | Path, output: str | Path, fmt: str = "ct2", quantiza
     if fmt == "argos" and loaded.meta.src_bpe != loaded.meta.tgt_bpe:
         raise ConfigError(f"--format argos: an Argos package holds one sentencepiece model, but {model} "
                           f"has two ({loaded.meta.src_bpe}, {loaded.meta.tgt_bpe}); use --format ct2")
+    if fmt == "argos" and loaded.meta.languages:
+        raise ConfigError(f"--format argos: {model} is a multilingual model (it translates into "
+                          f"{', '.join(loaded.meta.languages['tgt'])}), and an Argos package adds no "
+                          "language tag; use --format ct2 (docs/multilingual.md)")
     ct2 = require_ctranslate2()
     output.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))

@@ -43,6 +43,7 @@ class SearchOptions:
     glossary: str | Path | None = None  # terms the translation must use (mtkit.glossary; torch engine)
     glossary_ignore_case: bool = False  # match the glossary's source terms in any case
     soft_bonus: float | None = None  # None: constraints are hard; a number: soft, this bonus per subword
+    tgt_lang: str = ""  # the language to translate into: needed where a model knows several (mtkit.corpora)
 
 
 __all__ = ["LoadOptions", "SearchOptions"]

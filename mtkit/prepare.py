@@ -22,29 +22,22 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 import time
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TextColumn,
-    TimeElapsedColumn,
-)
-from rich.text import Text
+from rich.progress import Progress
 
 from mtkit import __version__
 from mtkit.bpe import Bpe, train_bpe
 from mtkit.config import CONFIG_FILE, BpeConfig, Config, DataConfig, save_config
+from mtkit.corpora import check_corpora, languages, split_tags, tag, write_tagged
 from mtkit.data.meta import META_FILE, DataMeta, read_meta, write_meta
 from mtkit.data.shards import ShardWriter, token_dtype
+from mtkit.data.split_stats import SplitStats, print_summary, progress_display
 from mtkit.errors import ConfigError, DataError, MtkitError
 from mtkit.staging import staged_directory
 from mtkit.textio import chunked, read_lines, scan_lines
@@ -52,13 +45,6 @@ from mtkit.textio import chunked, read_lines, scan_lines
 PREPARE_VERSION = 1  # bump when the output format changes, so old data dirs are rebuilt
 SPLITS = ("train", "dev", "test")
 SIDES = ("src", "tgt")
-REASONS = ("empty", "too_long", "too_short", "ratio")
-REASON_TEXT = {
-    "empty": "an empty side",
-    "too_long": "more than data.max_len tokens",
-    "too_short": "fewer than data.min_len tokens",
-    "ratio": "length ratio above data.max_len_ratio",
-}
 CHUNK_LINES = 10_000  # pairs encoded per sentencepiece call: big enough for its threads, small in memory
 BPE_STAMP = "bpe.fingerprint"
 
@@ -71,41 +57,41 @@ class SplitInput:
     lines: int = 0
 
 
-@dataclass
-class SplitStats:
-    """What happened to one split: the numbers in the summary and in meta.json."""
-
-    input_sentences: int = 0
-    sentences: int = 0
-    src_tokens: int = 0
-    tgt_tokens: int = 0
-    dropped: Counter = field(default_factory=Counter)
-    empty_kept: int = 0  # dev/test pairs with an empty side, kept so line numbers match the raw files
-    seconds: float = 0.0
-
-    def as_meta(self) -> dict[str, Any]:
-        return {
-            "sentences": self.sentences,
-            "src_tokens": self.src_tokens,
-            "tgt_tokens": self.tgt_tokens,
-            "input_sentences": self.input_sentences,
-            "dropped": {r: self.dropped[r] for r in REASONS if self.dropped[r]},
-            "empty_kept": self.empty_kept,
-        }
-
-
 # ---------------------------------------------------------------------------------------- the stage
 def prepare(cfg: Config, force: bool = False, console: Console | None = None) -> DataMeta:
     """Build (or confirm up to date) the data directory `cfg.data.dir`; returns its meta.json record."""
     console = console or Console(stderr=True, soft_wrap=True)
+    if cfg.data.corpora:  # several corpora, one multilingual model: their tagged text is prepared
+        corpora = check_corpora(cfg.data)
+        inputs = [SplitInput(s, *f) for c in corpora for s in SPLITS
+                  if (f := (getattr(c, f"{s}_src"), getattr(c, f"{s}_tgt")))[0]]
+        fp = fingerprint(cfg, inputs)
+        if not force and is_up_to_date(Path(cfg.data.dir), fp):
+            return _up_to_date(console, Path(cfg.data.dir))
+        Path(cfg.data.dir).parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".tagged-", dir=Path(cfg.data.dir).parent) as tmp:
+            tagged = {s: write_tagged(corpora, s, Path(tmp), cfg.data.temperature, cfg.bpe.seed)
+                      for s in SPLITS}
+            splits = [SplitInput(s, str(t.src), str(t.tgt)) for s, t in tagged.items() if t is not None]
+            record = {**languages(corpora), **{s: t.counts for s, t in tagged.items() if t is not None}}
+            return _prepare(cfg, splits, fp, force, console, record)
     splits = input_splits(cfg.data)
     bpe_plan(cfg, splits[0])  # config mistakes surface before any work
-    out = Path(cfg.data.dir)
     fp = fingerprint(cfg, splits)
-    if not force and is_up_to_date(out, fp):
-        console.print(f"{out}: up to date (inputs and data/bpe config unchanged); use --force to rebuild")
-        return read_meta(out)
+    if not force and is_up_to_date(Path(cfg.data.dir), fp):
+        return _up_to_date(console, Path(cfg.data.dir))
+    return _prepare(cfg, splits, fp, force, console, {})
 
+
+def _up_to_date(console: Console, out: Path) -> DataMeta:
+    console.print(f"{out}: up to date (inputs and data/bpe config unchanged); use --force to rebuild")
+    return read_meta(out)
+
+
+def _prepare(cfg: Config, splits: list[SplitInput], fp: str, force: bool, console: Console,
+             langs: dict[str, Any]) -> DataMeta:
+    """Check, BPE, encode and write; ``langs``: the languages of a multilingual model ({} otherwise)."""
+    out = Path(cfg.data.dir)
     started = time.perf_counter()
     for s in splits:  # read-only checks first: a failure here leaves an existing data dir intact
         s.lines = check_pair(s)
@@ -114,19 +100,22 @@ def prepare(cfg: Config, force: bool = False, console: Console | None = None) ->
     reusable = [BPE_STAMP] + [n for name, _, _ in bpe_plan(cfg, splits[0])
                               for n in (name, str(Path(name).with_suffix(".vocab")))]
     shards = [name for split in SPLITS for name in _shard_files(split)]
+    tags = [tag(lang) for lang in langs.get("tgt", [])]
     # built beside data.dir and moved in on success: a failure never damages a good data directory
     with staged_directory(out, seed=reusable, stale=shards, last=META_FILE) as stage:
         bpe_started = time.perf_counter()
-        (src_name, src_bpe), (tgt_name, tgt_bpe) = prepare_bpe(cfg, splits[0], stage, console, retrain=force)
+        (src_name, src_bpe), (tgt_name, tgt_bpe) = prepare_bpe(cfg, splits[0], stage, console, retrain=force,
+                                                               symbols=tags)
         bpe_seconds = time.perf_counter() - bpe_started
+        tag_ids = src_bpe.piece_ids(tags, f"{stage / src_name}: the BPE model")
 
         dtype = token_dtype(max(len(src_bpe), len(tgt_bpe)))
         stats: dict[str, SplitStats] = {}
-        with _progress(console) as progress:
+        with progress_display(console) as progress:
             for s in splits:
                 apply_filter = s.name == "train" or cfg.data.filter_dev
                 stats[s.name] = encode_split(s, src_bpe, tgt_bpe, stage, dtype, cfg.data, apply_filter,
-                                             progress)
+                                             progress, tag_ids)
         for s in splits:
             if stats[s.name].sentences == 0:
                 raise DataError(f"{s.name}: every pair was filtered out of {s.src} / {s.tgt}; check "
@@ -136,9 +125,9 @@ def prepare(cfg: Config, force: bool = False, console: Console | None = None) ->
         meta = DataMeta(src_vocab_size=len(src_bpe), tgt_vocab_size=len(tgt_bpe), src_bpe=src_name,
                         tgt_bpe=tgt_name, joint=cfg.bpe.joint, dtype=dtype.name, src_lang=cfg.data.src_lang,
                         tgt_lang=cfg.data.tgt_lang, splits={name: st.as_meta() for name, st in stats.items()},
-                        fingerprint=fp, mtkit_version=__version__)
+                        fingerprint=fp, mtkit_version=__version__, languages=langs)
         write_meta(stage, meta)  # moved in last: its presence marks the directory complete
-    _summary(console, out, stats, bpe_seconds, time.perf_counter() - started)
+    print_summary(console, out, stats, bpe_seconds, time.perf_counter() - started)
     return meta
 
 
@@ -266,8 +255,8 @@ def bpe_plan(cfg: Config, train: SplitInput) -> list[tuple[str, str, list[str]]]
     return [("src.model", src, [train.src]), ("tgt.model", tgt, [train.tgt])]
 
 
-def prepare_bpe(cfg: Config, train: SplitInput, out: Path, console: Console,
-                retrain: bool = False) -> tuple[tuple[str, Bpe], tuple[str, Bpe]]:
+def prepare_bpe(cfg: Config, train: SplitInput, out: Path, console: Console, retrain: bool = False,
+                symbols: list[str] | None = None) -> tuple[tuple[str, Bpe], tuple[str, Bpe]]:
     """Train or copy the BPE model(s) into `out`; returns ((src_name, src_bpe), (tgt_name, tgt_bpe)).
 
     Unless `retrain`, reuses models already in `out` whose own fingerprint (bpe settings + training
@@ -275,7 +264,7 @@ def prepare_bpe(cfg: Config, train: SplitInput, out: Path, console: Console,
     b = cfg.bpe
     plan = bpe_plan(cfg, train)
     stamp_path = out / BPE_STAMP
-    stamp = _digest({"version": PREPARE_VERSION, "bpe": dataclasses.asdict(b),
+    stamp = _digest({"version": PREPARE_VERSION, "bpe": dataclasses.asdict(b), "symbols": symbols or [],
                      "train": [_file_id(train.src), _file_id(train.tgt)],
                      "models": [_file_id(m) for m in _given_models(cfg)]})
     current = stamp_path.read_text(encoding="utf-8").strip() if stamp_path.is_file() else ""
@@ -288,7 +277,7 @@ def prepare_bpe(cfg: Config, train: SplitInput, out: Path, console: Console,
                 _copy_model(given, out / name)
                 console.print(f"using BPE model {given} (copied to {out / name})")
             else:
-                _train_into(name, inputs, out, cfg, console)
+                _train_into(name, inputs, out, cfg, console, symbols if name != "tgt.model" else None)
         stamp_path.write_text(stamp + "\n", encoding="utf-8")
 
     models = [(name, Bpe(out / name)) for name, _, _ in plan]
@@ -307,13 +296,14 @@ def _copy_model(given: str, target: Path) -> None:
         os.replace(tmp, b)
 
 
-def _train_into(name: str, inputs: list[str], out: Path, cfg: Config, console: Console) -> None:
+def _train_into(name: str, inputs: list[str], out: Path, cfg: Config, console: Console,
+                symbols: list[str] | None = None) -> None:
     b = cfg.bpe
     started = time.perf_counter()
     with console.status(f"training BPE {name} (vocab {b.vocab_size}) on {' + '.join(inputs)}"):
         tmp_prefix = out / f".{Path(name).stem}.training"
         model = train_bpe(inputs, str(tmp_prefix), b.vocab_size, b.character_coverage,
-                          b.input_sentence_size, b.seed)
+                          b.input_sentence_size, b.seed, symbols or [])
     target = out / name
     os.replace(model, target)
     vocab = Path(f"{tmp_prefix}.vocab")
@@ -338,8 +328,9 @@ def reject_reason(src_len: int, tgt_len: int, data: DataConfig) -> str | None:
 
 
 def encode_split(s: SplitInput, src_bpe: Bpe, tgt_bpe: Bpe, out: Path, dtype: Any, data: DataConfig,
-                 apply_filter: bool, progress: Progress) -> SplitStats:
-    """Stream one split through BPE into its two shards; dev/test keep pairs with an empty side."""
+                 apply_filter: bool, progress: Progress, tag_ids: dict[str, int] | None = None) -> SplitStats:
+    """Stream one split through BPE into its two shards; dev/test keep pairs with an empty side. With
+    ``tag_ids``, a source line's leading language tag becomes that one id (`mtkit.corpora`)."""
     started = time.perf_counter()
     stats = SplitStats()
     task = progress.add_task(f"{s.name:5}", total=s.lines)
@@ -347,7 +338,9 @@ def encode_split(s: SplitInput, src_bpe: Bpe, tgt_bpe: Bpe, out: Path, dtype: An
     # equal lengths were checked by check_pair; a file changed since is caught by the count below
     pairs = zip(read_lines(s.src), read_lines(s.tgt), strict=False)
     for batch in chunked(pairs, CHUNK_LINES):
-        src_ids = src_bpe.encode_ids([p[0] for p in batch])
+        texts, leads = split_tags([p[0] for p in batch], tag_ids or {})
+        src_ids = [ids if lead is None else [lead, *ids]
+                   for lead, ids in zip(leads, src_bpe.encode_ids(texts), strict=True)]
         tgt_ids = tgt_bpe.encode_ids([p[1] for p in batch])
         for src, tgt in zip(src_ids, tgt_ids, strict=True):
             reason = reject_reason(len(src), len(tgt), data) if apply_filter else None
@@ -371,37 +364,3 @@ def encode_split(s: SplitInput, src_bpe: Bpe, tgt_bpe: Bpe, out: Path, dtype: An
     return stats
 
 
-# ----------------------------------------------------------------------------------------- reporting
-class _LinesPerSecond(ProgressColumn):
-    def render(self, task: Task) -> Text:
-        speed = task.finished_speed or task.speed
-        return Text(f"{speed:,.0f} lines/s" if speed else "", style="progress.data.speed")
-
-
-def _progress(console: Console) -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), _LinesPerSecond(),
-        TimeElapsedColumn(),
-        console=console, disable=not console.is_terminal,
-    )
-
-
-def _summary(console: Console, out: Path, stats: dict[str, SplitStats], bpe_seconds: float,
-             seconds: float) -> None:
-    """Plain lines rather than a table: they read the same in a terminal and in a log file."""
-    console.print(f"[bold]prepared {out}[/bold]")
-    for name, st in stats.items():
-        dropped = ", ".join(f"{r} {st.dropped[r]:,}" for r in REASONS if st.dropped[r]) or "none"
-        rate = st.input_sentences / st.seconds if st.seconds > 0 else 0.0
-        line = (f"  {name}: {st.input_sentences:,} pairs, kept {st.sentences:,} (dropped: {dropped}); "
-                f"{st.src_tokens:,} src / {st.tgt_tokens:,} tgt tokens; {rate:,.0f} lines/s")
-        if st.empty_kept:
-            line += f"; {st.empty_kept:,} with an empty side kept"
-        console.print(line, highlight=False)
-    reasons = [r for r in REASONS if any(st.dropped[r] for st in stats.values())]
-    if reasons:
-        console.print("  dropped = " + "; ".join(f"{r}: {REASON_TEXT[r]}" for r in reasons), highlight=False)
-    total = sum(st.input_sentences for st in stats.values())
-    encode_seconds = sum(st.seconds for st in stats.values())
-    console.print(f"  done in {seconds:.1f} s (BPE {bpe_seconds:.1f} s; encoding {encode_seconds:.1f} s, "
-                  f"{total / max(encode_seconds, 1e-9):,.0f} lines/s)", highlight=False)

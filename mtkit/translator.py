@@ -24,6 +24,7 @@ an exported model translates without PyTorch in the process.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ import numpy as np
 
 from mtkit.bpe import Bpe
 from mtkit.config import DecodingConfig
+from mtkit.corpora import tag
 from mtkit.data.batching import pack_sorted
 from mtkit.device import thread_count
 from mtkit.engine import Engine, open_engine, resolve_engine
@@ -147,8 +149,36 @@ class Translator:
         if self.decoding.beam_size < self.nbest and not opts.sample:
             self.decoding.beam_size = self.nbest
         self.max_input_tokens, self._limit_reason = self._input_limit()
+        self.target_tag = self._target_tag(opts.tgt_lang)
+        if self.target_tag is not None:  # the tag is one more source subword
+            self.max_input_tokens -= 1
         self._continuations: list[int] | None = None
         self.glossary = self._load_glossary(opts)
+
+    def for_target(self, tgt_lang: str) -> Translator:
+        """The same loaded model translating into ``tgt_lang`` (another direction of a multilingual
+        model): a copy sharing the engine and its weights, with decoding settings of its own."""
+        twin = copy.copy(self)
+        twin.decoding = dataclasses.replace(self.decoding)
+        twin.target_tag = twin._target_tag(tgt_lang)
+        return twin
+
+    def _target_tag(self, tgt_lang: str) -> int | None:
+        """The id of the source tag asking for ``tgt_lang`` (`mtkit.corpora`); None for a model of one
+        language pair, which takes no tag (and no other target language)."""
+        targets = self.meta.languages.get("tgt", [])
+        if not targets:
+            if tgt_lang and tgt_lang != self.meta.tgt_lang:
+                raise ConfigError(f"--tgt-lang {tgt_lang}: the model translates into {self.meta.tgt_lang} "
+                                  "only")
+            return None
+        if not tgt_lang and len(targets) > 1:
+            raise ConfigError(f"the model translates into {', '.join(targets)}: choose one with --tgt-lang")
+        tgt_lang = tgt_lang or targets[0]
+        if tgt_lang not in targets:
+            raise ConfigError(f"--tgt-lang {tgt_lang}: the model translates into {', '.join(targets)} only")
+        self.tag_ids = set(self.src_bpe.piece_ids([tag(t) for t in targets], str(self.src_bpe.path)).values())
+        return self.src_bpe.piece_ids([tag(tgt_lang)], str(self.src_bpe.path))[tag(tgt_lang)]
 
     def _load_glossary(self, opts: SearchOptions) -> Glossary | None:
         """The glossary of ``opts`` with its target terms encoded; refused where it cannot apply."""
@@ -257,7 +287,7 @@ class Translator:
             if len(ids) > self.max_input_tokens:
                 long.setdefault(i, []).append(len(ids))
             for n, seg in enumerate(filter(None, segments)):
-                items.append(_Item(i, parts.get(i, 0), seg, self._constraints_of(
+                items.append(_Item(i, parts.get(i, 0), self._tagged(seg), self._constraints_of(
                     text if len(segments) == 1 else self.src_bpe.decode_ids([seg])[0],
                     forced.get(i) if n == 0 else None)))
                 parts[i] = parts.get(i, 0) + 1
@@ -271,7 +301,8 @@ class Translator:
         for item, hyps in zip(items, results, strict=True):
             by_line.setdefault(item.line, []).append((item.ids, hyps))
         for i, parts in by_line.items():
-            out[i].source_tokens = self.src_bpe.id_to_piece([t for ids, _ in parts for t in ids])
+            skip = self.target_tag is not None  # the tag is no word of the source
+            out[i].source_tokens = self.src_bpe.id_to_piece([t for ids, _ in parts for t in ids[skip:]])
             out[i].hypotheses = self._candidates(parts, need_attention)
         return out
 
@@ -287,8 +318,22 @@ class Translator:
         text's sentences, each cut where longer than the model takes (what `translate_chunk` does)."""
         sentences = split_sentences(clean_line(line))
         encoded = self.src_bpe.encode_ids(sentences) if sentences else []
-        return [seg for text, ids in zip(sentences, encoded, strict=True)
+        return [self._tagged(seg) for text, ids in zip(sentences, encoded, strict=True)
                 for seg in self._cut(text, ids) if seg]
+
+    def _tagged(self, ids: list[int]) -> list[int]:
+        """A segment as the model takes it: after the target language's tag where it has one."""
+        return ids if self.target_tag is None else [self.target_tag, *ids]
+
+    def _untagged(self, h: Hypothesis) -> Hypothesis:
+        """A hypothesis of a tagged source as the user sees it: no tag in its tokens (the decoder never
+        should emit one: no target holds one) and no tag column in its attention."""
+        keep = [n for n, t in enumerate(h.tokens) if t not in self.tag_ids]
+        att = h.attention
+        if att is not None:
+            att = att[:, [*keep, len(h.tokens)], 1:]
+            att = att / att.sum(-1, keepdim=True).clamp_min(1e-9)
+        return dataclasses.replace(h, tokens=[h.tokens[n] for n in keep], attention=att)
 
     def _constraints_of(self, text: str, forced: list[list[int]] | None) -> list[list[int]]:
         """A piece's constraints: the glossary's terms found in its text, and the line's own (JSON
@@ -349,6 +394,8 @@ class Translator:
         out = []
         for rank in range(count):
             chosen = [h[min(rank, len(h) - 1)] for _, h in parts if h]
+            if self.target_tag is not None:
+                chosen = [self._untagged(h) for h in chosen]
             texts = self.tgt_bpe.decode_ids([h.tokens for h in chosen])
             token_ids = [t for h in chosen for t in h.tokens]
             if len(chosen) == 1:

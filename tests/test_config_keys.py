@@ -104,6 +104,15 @@ def dec(value: Any) -> list[Case]:
     return [Case("search", value)]
 
 
+# a multilingual prepare: two corpora of unequal size (40 and 6 pairs), so the temperature tells
+CORPUS_XY = {"train_src": "{corpus}/train.src", "train_tgt": "{corpus}/train.tgt", "src_lang": "xx",
+             "tgt_lang": "yy", "dev_src": "{corpus}/dev.src", "dev_tgt": "{corpus}/dev.tgt"}
+CORPUS_XZ = {"train_src": "{corpus}/dev.src", "train_tgt": "{corpus}/dev2.src", "src_lang": "xx",
+             "tgt_lang": "zz"}
+# the single-pair files that data.corpora replaces
+NO_PAIR = {"data.train_src": "", "data.train_tgt": "", "data.dev_src": "", "data.dev_tgt": ""}
+
+
 # The walk. "{root}" is a fresh directory per side; "{corpus}", "{data}", "{parent}" come from `env`.
 CASES: dict[str, list[Case]] = {
     # data: a tiny prepare (its vocabulary, shards, meta.json and files)
@@ -118,6 +127,9 @@ CASES: dict[str, list[Case]] = {
     "data.min_len": prep(3),
     "data.max_len_ratio": prep(1.2),
     "data.filter_dev": prep(True, max_len=4),
+    # several corpora instead of one pair (mtkit.corpora): tagged sources, a languages record
+    "data.corpora": [Case("prepare", [CORPUS_XY], also=NO_PAIR)],
+    "data.temperature": [Case("prepare", 1.0, {"data.corpora": [CORPUS_XY, CORPUS_XZ], **NO_PAIR})],
     "bpe.joint": prep(False),
     "bpe.vocab_size": prep(40),
     "bpe.character_coverage": prep(0.99),  # the five rare characters: < 1 %
@@ -387,7 +399,13 @@ PROBES = {"model": probe_model, "search": probe_search, "translate": probe_trans
 
 
 def _expand(dotted: dict[str, Any], **places: Path) -> dict[str, Any]:
-    return {k: v.format(**places) if isinstance(v, str) else v for k, v in dotted.items()}
+    def fill(v: Any) -> Any:  # inside lists of mappings too (data.corpora)
+        if isinstance(v, str):
+            return v.format(**places)
+        if isinstance(v, list):
+            return [fill(x) for x in v]
+        return {k: fill(x) for k, x in v.items()} if isinstance(v, dict) else v
+    return {k: fill(v) for k, v in dotted.items()}
 
 
 def observe(probe: str, dotted: dict[str, Any], root: Path, env: Env) -> Any:
@@ -501,6 +519,9 @@ def _choices(key: str) -> list[Any]:
     tp = typing.get_type_hints(SECTIONS[key.split(".")[0]])[key.split(".")[1]]
     if typing.get_origin(tp) is Literal:
         return list(typing.get_args(tp))
+    if typing.get_origin(tp) is list:  # data.corpora: none, or one corpus
+        return [[], [{"train_src": "some/where", "train_tgt": "some/where", "src_lang": "xx",
+                      "tgt_lang": "yy"}]]
     return {bool: [True, False], str: ["some/where"], int: [1, 0]}[tp]
 
 

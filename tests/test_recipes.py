@@ -7,6 +7,7 @@ stage, the second does nothing, and changing one input redoes exactly what depen
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -75,7 +76,9 @@ def config():
 if cmd == "prepare":  # like mtkit: meta.json is rewritten only when the inputs changed
     cfg = config()
     out = Path(cfg.data.dir)
-    inputs = [os.path.realpath(p) for p in (cfg.data.train_src, cfg.data.train_tgt)]
+    files = ([p for c in cfg.data.corpora for p in (c.train_src, c.train_tgt)] if cfg.data.corpora
+             else [cfg.data.train_src, cfg.data.train_tgt])
+    inputs = [os.path.realpath(p) for p in files]
     stamp = "".join(f"{p}:{os.stat(p).st_mtime_ns}" for p in inputs)
     if not (out / "meta.json").is_file() or (out / "meta.json").read_text() != stamp:
         out.mkdir(parents=True, exist_ok=True)
@@ -407,3 +410,50 @@ def test_deb_gpu_mrt_recipe_tunes_four_side_by_side_from_the_anneal(tmp_path: Pa
     # a new time budget: the four start afresh and are translated and scored again; the anneal stays
     assert make("MRT_GPU_TIME=2") == sorted([*["train"] * 4, *["translate"] * 4, *["score"] * 3])
     assert (recipe / "work" / "gpu-mrt2" / "checkpoint_best.pt").read_text() == "2"
+
+
+# ------------------------------------------------------------------------------------- multilingual
+def _deb_pair(data: Path, lang: str, words: dict[str, str]) -> None:
+    """A tiny deb-en-LANG corpus: ten English sentences shared with the other corpus, one of its own."""
+    import gzip
+
+    d = data / f"deb-en-{lang}"
+    d.mkdir(parents=True)
+    english = [f"shared sentence number {i}" for i in range(10)] + [f"only in {lang}"]
+    with gzip.open(d / "train.en.gz", "wt") as f:
+        f.write("".join(f"{e}\n" for e in english))
+    with gzip.open(d / f"train.{lang}.gz", "wt") as f:
+        f.write("".join(f"{words[lang]} {e}\n" for e in english))
+    for split in ("dev", "test"):  # the first shared sentence is held out by this corpus
+        (d / f"{split}.en").write_text("shared sentence number 0\n")
+        (d / f"{split}.{lang}").write_text(f"{words[lang]} 0\n")
+
+
+@needs_make
+def test_multi_recipe_runs_every_stage_once_then_nothing(tmp_path: Path) -> None:
+    pytest.importorskip("py3langid")  # the off-target rate (mtkit.langid)
+    recipe = _copy_recipe("deb-multi", tmp_path)
+    fake, log, data = tmp_path / "fake_mtkit.py", tmp_path / "calls.log", tmp_path / "shared"
+    fake.write_text(FAKE_MTKIT)
+    for lang, word in (("de", "Satz"), ("es", "frase")):
+        _deb_pair(data, lang, {lang: word})
+    args = (f"DATA={data}", "TIME=1", "TEST_SENTENCES=3", "DEV_SENTENCES=2")
+
+    calls = _make(recipe, log, fake, *args)
+    # five data-bins and models; four directions each by two systems, two zero-shot ones direct and
+    # through English; a table per direction
+    assert sorted(calls) == sorted(["prepare"] * 5 + ["train"] * 5 + ["translate"] * 12 + ["score"] * 6)
+    counts = json.loads((recipe / "work" / "data" / "counts.json").read_text())
+    assert counts["test"] == 3 and counts["en-de"]["kept"] == 11 - 1 - 5  # held out: original 0, 3way 5
+    test_en = (recipe / "work" / "data" / "test.3way.en").read_text().splitlines()
+    assert len(test_en) == 3 and "shared sentence number 0" not in test_en
+    kept = (recipe / "work" / "data" / "train.en-es.en").read_text().splitlines()
+    assert not set(kept) & set(test_en) and "only in es" in kept
+    assert (recipe / "work" / "multi" / "checkpoint_best.pt").read_text() == "4"  # 4 × TIME
+    scores = (recipe / "work" / "scores.txt").read_text()
+    assert scores.count("TABLE") == 6 and scores.count("off-target") == 4
+
+    assert _make(recipe, log, fake, *args) == []  # finished: nothing to do
+    calls = _make(recipe, log, fake, *args[:1], "TIME=2", *args[2:])  # a longer budget resumes all five
+    assert sorted(calls) == sorted(["train"] * 5 + ["translate"] * 12 + ["score"] * 6)
+    assert (recipe / "work" / "multi" / "checkpoint_best.pt").read_text() == "8"

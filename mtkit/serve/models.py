@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mtkit.engine import stored_languages
 from mtkit.errors import ConfigError
 from mtkit.langid import Guess, LanguageIdentifier
 from mtkit.segment import clean_line, split_sentences
@@ -42,6 +43,7 @@ class ServedModel:
     engine: str
     default_beam: int
     info: dict[str, Any] = field(default_factory=dict)
+    multilingual: bool = False  # one direction of a model that knows several
 
 
 class ModelSet:
@@ -55,21 +57,34 @@ class ModelSet:
         self.models: dict[str, ServedModel] = {}
         self.by_pair: dict[tuple[str, str], ServedModel] = {}
         for path in paths:
-            translator = Translator(path, load, SearchOptions(max_tokens=max_tokens, glossary=glossary,
-                                                              glossary_ignore_case=glossary_ignore_case))
-            name = self._unique_name(Path(path).resolve().name or "model")
-            meta = translator.meta
-            served = ServedModel(name, Path(path), translator, None, meta.src_lang, meta.tgt_lang,  # type: ignore[arg-type]
-                                 translator.engine, translator.decoding.beam_size)
-            served.batcher = Batcher(lambda s, st, c, m=served: self._translate(m, s, st, c), max_wait,
-                                     max_sentences, capacity, name)
-            pair = (meta.src_lang, meta.tgt_lang)
-            if pair in self.by_pair:
-                raise ConfigError(f"-m {path}: {self.by_pair[pair].path} serves {pair[0]}→{pair[1]} already "
-                                  "(one model per language pair)")
-            self.models[name] = served
-            self.by_pair[pair] = served
+            pairs = [tuple(p) for p in stored_languages(path).get("pairs", [])]  # a multilingual model's
+            first = Translator(path, load, SearchOptions(max_tokens=max_tokens, glossary=glossary,
+                                                         glossary_ignore_case=glossary_ignore_case,
+                                                         tgt_lang=pairs[0][1] if pairs else ""))
+            base = self._unique_name(Path(path).resolve().name or "model")
+            for n, (src, tgt) in enumerate(pairs or [(first.meta.src_lang, first.meta.tgt_lang)]):
+                # each direction of a multilingual model: the same weights, its own tag, batcher and name
+                translator = first if n == 0 else first.for_target(tgt)
+                self._add(ServedModel(f"{base}-{src}-{tgt}" if pairs else base, Path(path), translator,
+                                      None, src, tgt, translator.engine,  # type: ignore[arg-type]
+                                      translator.decoding.beam_size, multilingual=bool(pairs)),
+                          max_wait, max_sentences, capacity)
         self._identifier: LanguageIdentifier | None = None  # loaded when a language is first identified
+
+    def _add(self, served: ServedModel, max_wait: float, max_sentences: int, capacity: int) -> None:
+        """Serve one direction. Where two models cover a pair, a bilingual model answers it rather than
+        a multilingual one, and of two multilingual ones the first given; the other stays reachable
+        by name. Two bilingual models of one pair are refused."""
+        pair = (served.source, served.target)
+        held = self.by_pair.get(pair)
+        if held is not None and not held.multilingual and not served.multilingual:
+            raise ConfigError(f"-m {served.path}: {held.path} serves {pair[0]}→{pair[1]} already (one "
+                              "bilingual model per language pair)")
+        served.batcher = Batcher(lambda s, st, c, m=served: self._translate(m, s, st, c), max_wait,
+                                 max_sentences, capacity, served.name)
+        self.models[served.name] = served
+        if held is None or (held.multilingual and not served.multilingual):
+            self.by_pair[pair] = served
 
     def _unique_name(self, name: str) -> str:
         candidate, i = name, 2

@@ -1,0 +1,164 @@
+"""Multilingual data: the corpora of ``data.corpora``, their language tags, and temperature sampling.
+
+One model translates into several languages when each source sentence begins with a tag that names
+the language wanted (Johnson et al. 2017): ``<2de>``, ``<2es>``. The tag is one subword — a
+user-defined piece of the BPE model, never split — put before the sentence's own subwords, the same
+way at training (`mtkit prepare` writes tagged text and encodes the tag as its id) and at translation
+(the Translator prepends the id of ``--tgt-lang``'s tag). Targets never hold a tag.
+
+Corpora differ in size, and a model trained on their plain union starves the small ones. Temperature
+sampling (Arivazhagan et al. 2019) gives corpus i the share p_i ∝ q_i^(1/T) of the training pairs,
+q_i being its share of the pairs (times its weight): T = 1 keeps the sizes, larger T evens them out.
+mtkit reaches those shares by repeating the smaller corpora, the one furthest below its share being
+used once, whole: no pair is thrown away, and the BPE model is trained on the same mix, so no
+language is starved of subwords either.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtkit.config_data import CorpusConfig, DataConfig
+from mtkit.errors import ConfigError, DataError
+from mtkit.textio import read_lines, scan_lines
+
+LANGUAGE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,15}\Z")
+SINGLE_PAIR_KEYS = ("train_src", "train_tgt", "dev_src", "dev_tgt", "test_src", "test_tgt")
+
+
+def tag(language: str) -> str:
+    """The source tag that asks for a translation into ``language``."""
+    return f"<2{language}>"
+
+
+def check_corpora(data: DataConfig) -> list[CorpusConfig]:
+    """data.corpora, checked: one line naming the first mistake (the files are checked as they are read)."""
+    given = [k for k in SINGLE_PAIR_KEYS if getattr(data, k)]
+    if given:
+        raise ConfigError(f"data.corpora replaces data.{given[0]}: give each file inside a corpus of "
+                          "data.corpora (docs/multilingual.md)")
+    for n, c in enumerate(data.corpora):
+        where = f"data.corpora[{n}]"
+        for key in ("train_src", "train_tgt", "src_lang", "tgt_lang"):
+            if not getattr(c, key):
+                raise ConfigError(f"{where}.{key} is not set (each corpus needs train_src, train_tgt, "
+                                  "src_lang and tgt_lang)")
+        for key in ("src_lang", "tgt_lang"):
+            if not LANGUAGE.match(getattr(c, key)):
+                raise ConfigError(f"{where}.{key}: {getattr(c, key)!r} is not a language code (a letter, "
+                                  "then up to 15 letters, digits, _ or -)")
+        for split in ("dev", "test"):
+            src, tgt = getattr(c, f"{split}_src"), getattr(c, f"{split}_tgt")
+            if bool(src) != bool(tgt):
+                raise ConfigError(f"{where}: give both {split}_src and {split}_tgt, or neither")
+        if c.weight <= 0:
+            raise ConfigError(f"{where}.weight must be above 0, not {c.weight}")
+    if not any(c.dev_src for c in data.corpora):
+        raise ConfigError("data.corpora: no corpus has dev_src / dev_tgt; validation needs at least one")
+    return list(data.corpora)
+
+
+def languages(corpora: list[CorpusConfig]) -> dict[str, Any]:
+    """The languages a model of these corpora knows, as kept in meta.json (and every checkpoint)."""
+    pairs = [list(p) for p in dict.fromkeys((c.src_lang, c.tgt_lang) for c in corpora)]
+    return {"tag": "source", "src": sorted({c.src_lang for c in corpora}),
+            "tgt": sorted({c.tgt_lang for c in corpora}), "pairs": pairs}
+
+
+def repeats(sizes: list[int], weights: list[float], temperature: float) -> list[float]:
+    """How many times each corpus is used so that its share of the whole is ∝ (weight·size)^(1/T); the
+    corpus furthest below its share is used once. A corpus of no pairs is used 0 times."""
+    total = sum(w * n for w, n in zip(weights, sizes, strict=True))
+    if total <= 0:
+        return [0.0 for _ in sizes]
+    share = [(w * n / total) ** (1.0 / temperature) if n else 0.0
+             for w, n in zip(weights, sizes, strict=True)]
+    scale = max(n / p for n, p in zip(sizes, share, strict=True) if p > 0)
+    return [p * scale / n if n else 0.0 for n, p in zip(sizes, share, strict=True)]
+
+
+@dataclass
+class TaggedSplit:
+    """One split of all corpora as tagged plain text: what `mtkit prepare` encodes."""
+
+    src: Path
+    tgt: Path
+    counts: list[dict[str, Any]] = field(default_factory=list)  # per corpus: pair, input, written
+
+
+def _pairs(c: CorpusConfig, split: str) -> tuple[str, str]:
+    return getattr(c, f"{split}_src"), getattr(c, f"{split}_tgt")
+
+
+def _read_pairs(c: CorpusConfig, split: str) -> Iterator[tuple[str, str]]:
+    src, tgt = _pairs(c, split)
+    return zip(read_lines(src, strict=True), read_lines(tgt, strict=True), strict=False)  # counted before
+
+
+def _tagged(c: CorpusConfig, line: str) -> str:
+    return f"{tag(c.tgt_lang)} {line}" if line.strip() else ""
+
+
+def _line_count(src: str, tgt: str) -> int:
+    n_src, n_tgt = scan_lines(src), scan_lines(tgt)
+    if n_src != n_tgt:
+        raise DataError(f"{src} has {n_src} lines but {tgt} has {n_tgt}")
+    return n_src
+
+
+def write_tagged(corpora: list[CorpusConfig], split: str, out: Path, temperature: float,
+                 seed: int) -> TaggedSplit | None:
+    """Write ``split`` of every corpus that has it as OUT/split.src / split.tgt: each non-empty source
+    line tagged with its corpus's target language; the training split temperature-sampled, dev and
+    test once each, the corpora's lines interleaved. None when no corpus has the split."""
+    chosen = [c for c in corpora if _pairs(c, split)[0]]
+    if not chosen:
+        return None
+    sizes = [_line_count(*_pairs(c, split)) for c in chosen]
+    result = TaggedSplit(out / f"{split}.src", out / f"{split}.tgt")
+    with open(result.src, "w", encoding="utf-8") as fs, open(result.tgt, "w", encoding="utf-8") as ft:
+        if split != "train":  # interleaved, so that the first N (training.valid_max_sentences) hold each
+            rows = [[(_tagged(c, s), g) for s, g in _read_pairs(c, split)] for c in chosen]
+            for group in itertools.zip_longest(*rows):
+                for row in filter(None, group):
+                    fs.write(row[0] + "\n")
+                    ft.write(row[1] + "\n")
+            result.counts = [{"pair": f"{c.src_lang}-{c.tgt_lang}", "input": len(r), "written": len(r)}
+                             for c, r in zip(chosen, rows, strict=True)]
+            return result
+        rng, times = random.Random(seed), repeats(sizes, [c.weight for c in chosen], temperature)
+        for c, n, t in zip(chosen, sizes, times, strict=True):
+            whole = int(t)  # each line this often, and a seeded sample of the lines once more
+            extra = set(rng.sample(range(n), round((t - whole) * n))) if t > whole else set()
+            written = 0
+            for i, (s, g) in enumerate(_read_pairs(c, split)):
+                for _ in range(whole + (i in extra)):
+                    fs.write(_tagged(c, s) + "\n")
+                    ft.write(g + "\n")
+                    written += 1
+            result.counts.append({"pair": f"{c.src_lang}-{c.tgt_lang}", "input": n, "written": written})
+    return result
+
+
+def split_tags(lines: list[str], tag_ids: dict[str, int]) -> tuple[list[str], list[int | None]]:
+    """Tagged source lines → (the lines without their tag, the tag's id or None for each)."""
+    texts, ids = [], []
+    for line in lines:
+        head, sep, rest = line.partition(" ")
+        if sep and head in tag_ids:
+            texts.append(rest)
+            ids.append(tag_ids[head])
+        else:
+            texts.append(line)
+            ids.append(None)
+    return texts, ids
+
+
+__all__ = ["LANGUAGE", "TaggedSplit", "check_corpora", "languages", "repeats", "split_tags", "tag",
+           "write_tagged"]

@@ -146,6 +146,18 @@ def write_tagged(corpora: list[CorpusConfig], split: str, out: Path, temperature
     return result
 
 
+def line_directions(langs: dict[str, Any], split: str, n: int) -> list[str] | None:
+    """The direction ("en-de") of each of the first ``n`` lines of a prepared dev or test split, from
+    the counts `write_tagged` recorded and its interleaving; None for a model of one language pair, or
+    where the split lost lines to filters (data.filter_dev) and the order cannot be rebuilt."""
+    counts = langs.get(split)
+    if not counts:
+        return None
+    rows = [[c["pair"]] * c["written"] for c in counts]
+    order = [pair for group in itertools.zip_longest(*rows) for pair in group if pair is not None]
+    return order[:n] if len(order) >= n else None
+
+
 def split_tags(lines: list[str], tag_ids: dict[str, int]) -> tuple[list[str], list[int | None]]:
     """Tagged source lines → (the lines without their tag, the tag's id or None for each)."""
     texts, ids = [], []
@@ -160,5 +172,5 @@ def split_tags(lines: list[str], tag_ids: dict[str, int]) -> tuple[list[str], li
     return texts, ids
 
 
-__all__ = ["LANGUAGE", "TaggedSplit", "check_corpora", "languages", "repeats", "split_tags", "tag",
-           "write_tagged"]
+__all__ = ["LANGUAGE", "TaggedSplit", "check_corpora", "languages", "line_directions", "repeats",
+           "split_tags", "tag", "write_tagged"]

@@ -15,7 +15,7 @@ import sacrebleu
 
 from mtkit.bpe import Bpe
 from mtkit.config import from_dict
-from mtkit.corpora import repeats, tag
+from mtkit.corpora import line_directions, repeats, tag
 from mtkit.data.meta import read_meta
 from mtkit.data.shards import ParallelData
 from mtkit.errors import ConfigError, DataError
@@ -137,6 +137,19 @@ def test_corpora_mistakes_are_one_line(tmp_path):
     with pytest.raises(DataError, match=r"train.xx-up.xx has 10 lines but .*short.up has 1"):
         prepare(_config(tmp_path, [corpora[0], {**corpora[1], "train_tgt": short}]))
     assert not (tmp_path / "data").exists()  # nothing was written
+
+
+def test_validation_scores_each_direction_and_chooses_by_their_mean(trained):
+    from mtkit.metrics_log import read_metrics
+
+    valid = [e for e in read_metrics(trained / "model" / "metrics.jsonl") if e["event"] == "valid"][-1]
+    by_direction = valid["dev_bleu_by_direction"]
+    assert sorted(by_direction) == ["xx-lo", "xx-up"]
+    assert valid["dev_bleu"] == pytest.approx(sum(by_direction.values()) / 2)
+    assert sorted(valid["dev_chrf_by_direction"]) == ["xx-lo", "xx-up"]
+    langs = read_meta(trained / "data").languages
+    assert line_directions(langs, "dev", 5) == ["xx-lo", "xx-up", "xx-lo", "xx-up", "xx-lo"]
+    assert line_directions(langs, "dev", 41) is None and line_directions({}, "dev", 3) is None
 
 
 # ----------------------------------------------------------------------------------- translation

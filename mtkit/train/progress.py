@@ -94,6 +94,9 @@ def valid_line(step: int, valid: dict, best: Validation | None, metric: str,
     for key, digits in (("dev_loss", 3), ("dev_ppl", 2), ("dev_bleu", 2), ("dev_chrf", 2)):
         if valid.get(key) is not None:
             parts.append(f"{key[4:]} {valid[key]:.{digits}f}")
+        by_direction = valid.get(f"{key}_by_direction")
+        if by_direction:  # a multilingual model's mean, then each direction
+            parts[-1] += " (" + ", ".join(f"{d} {v:.2f}" for d, v in by_direction.items()) + ")"
     if best is not None:
         parts.append(f"best {metric} {best.score:.3f} @ {best.step}")
     parts.append(_memory(memory or {}))

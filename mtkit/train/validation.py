@@ -4,6 +4,8 @@ Loss and perplexity are the plain (unsmoothed) per-token NLL over the whole dev 
 (sacrebleu defaults) compare detokenized greedy output (``search`` with beam_size=1) with the dev
 references as stored in the shards, decoded by the same target BPE model: both sides go through
 sentencepiece's normalisation, so the score can differ slightly from one on the raw reference text.
+For a multilingual model (data.corpora) BLEU and chrF are computed per direction, and dev_bleu /
+dev_chrf are their mean: the best checkpoint is the best on average, not on the largest direction.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import torch
 
 from mtkit.bpe import Bpe
 from mtkit.config import Config
+from mtkit.corpora import line_directions
 from mtkit.data.batching import TokenBatchSampler, collate
 from mtkit.data.shards import ParallelData
 from mtkit.models.base import Seq2Seq
@@ -36,6 +39,7 @@ class DevSet:
     loss_batches: list[np.ndarray]
     search_batches: list[np.ndarray]
     references: list[str]
+    directions: list[str] | None = None  # a multilingual model's: the direction of each reference
 
 
 def build_dev_set(data: ParallelData, cfg: Config, tgt_bpe: Bpe) -> DevSet:
@@ -46,7 +50,9 @@ def build_dev_set(data: ParallelData, cfg: Config, tgt_bpe: Bpe) -> DevSet:
     search_sampler = TokenBatchSampler(data.src.lengths[:n_search], np.zeros(n_search, dtype=np.int64),
                                        SEARCH_MAX_TOKENS, shuffle=False)
     refs = tgt_bpe.decode_ids([data.tgt[i].tolist() for i in range(n_search)])
-    return DevSet(data, loss_sampler.epoch_batches(0), search_sampler.epoch_batches(0), refs)
+    directions = line_directions(data.meta.languages, "dev", n_search) if len(data) == sum(
+        c["written"] for c in data.meta.languages.get("dev", [])) else None
+    return DevSet(data, loss_sampler.epoch_batches(0), search_sampler.epoch_batches(0), refs, directions)
 
 
 @torch.no_grad()
@@ -82,7 +88,15 @@ def evaluate(model: Seq2Seq, dev: DevSet, cfg: Config, device: torch.device,
         model.train(was_training)
     loss = float(nll_total) / max(1, tokens)
     out = {"dev_loss": loss, "dev_ppl": math.exp(min(loss, 100.0))}
-    if dev.references:
+    if dev.references and dev.directions:  # a multilingual model: each direction, and their mean
+        pairs = list(dict.fromkeys(dev.directions))
+        picked = {p: [i for i, d in enumerate(dev.directions) if d == p] for p in pairs}
+        for name, metric in (("bleu", sacrebleu.corpus_bleu), ("chrf", sacrebleu.corpus_chrf)):
+            scores = {p: metric([hyps[i] for i in rows], [[dev.references[i] for i in rows]]).score
+                      for p, rows in picked.items()}
+            out[f"dev_{name}"] = sum(scores.values()) / len(scores)
+            out[f"dev_{name}_by_direction"] = scores  # type: ignore[assignment]
+    elif dev.references:
         out["dev_bleu"] = sacrebleu.corpus_bleu(hyps, [dev.references]).score
         out["dev_chrf"] = sacrebleu.corpus_chrf(hyps, [dev.references]).score
     return out

@@ -28,6 +28,7 @@ REASON_TEXT = {
     "ratio": "length ratio above data.max_len_ratio",
 }
 
+
 @dataclass
 class SplitStats:
     """What happened to one split: the numbers in the summary and in meta.json."""

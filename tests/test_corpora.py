@@ -175,6 +175,16 @@ def test_tags_never_reach_the_output_tokens_or_attention(trained):
             assert all(0 <= s < len(t.source_tokens) for s, _ in c.alignment)
 
 
+def test_glossaries_and_confidence_work_per_direction(trained, tmp_path):
+    """A glossary's term is forced into the direction asked for; confidences are per sentence."""
+    glossary = tmp_path / "terms.tsv"
+    glossary.write_text("dog\tPEN\n", encoding="utf-8")
+    tr = Translator(trained / "model", device="cpu", threads=1, tgt_lang="up", beam_size=2, glossary=glossary)
+    out = tr.translate_hypotheses(["dog cup hat", "fig jam"])
+    assert "PEN" in out[0].text  # (a copying model writes DOG too: a glossary forces, not replaces)
+    assert out[1].text.isupper() and all(0 < t.hypotheses[0].confidence <= 1 for t in out)
+
+
 def test_tgt_lang_is_needed_checked_and_optional_for_one_pair(trained, tmp_path):
     with pytest.raises(ConfigError, match=r"translates into lo, up: choose one with --tgt-lang"):
         Translator(trained / "model", device="cpu")

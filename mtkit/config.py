@@ -271,6 +271,10 @@ def _check_consistency(cfg: Config) -> None:
         raise ConfigError(f"model.d_model ({m.d_model}) must be divisible by model.heads ({m.heads})")
     if len(cfg.training.betas) != 2:
         raise ConfigError("training.betas: expected two numbers [beta1, beta2]")
+    if cfg.data.corpora:  # its items are checked with the file that holds them, as every key is
+        from mtkit.corpora import check_corpora
+
+        check_corpora(cfg.data)
 
 
 def from_dict(raw: dict[str, Any] | None, stored: bool = False) -> Config:

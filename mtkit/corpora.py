@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from mtkit.config_data import CorpusConfig, DataConfig
-from mtkit.errors import ConfigError, DataError
-from mtkit.textio import read_lines, scan_lines
+from mtkit.errors import ConfigError
+from mtkit.textio import read_lines, scan_pair
 
 LANGUAGE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,15}\Z")
 SINGLE_PAIR_KEYS = ("train_src", "train_tgt", "dev_src", "dev_tgt", "test_src", "test_tgt")
@@ -105,13 +105,6 @@ def _tagged(c: CorpusConfig, line: str) -> str:
     return f"{tag(c.tgt_lang)} {line}" if line.strip() else ""
 
 
-def _line_count(src: str, tgt: str) -> int:
-    n_src, n_tgt = scan_lines(src), scan_lines(tgt)
-    if n_src != n_tgt:
-        raise DataError(f"{src} has {n_src} lines but {tgt} has {n_tgt}")
-    return n_src
-
-
 def write_tagged(corpora: list[CorpusConfig], split: str, out: Path, temperature: float,
                  seed: int) -> TaggedSplit | None:
     """Write ``split`` of every corpus that has it as OUT/split.src / split.tgt: each non-empty source
@@ -120,7 +113,7 @@ def write_tagged(corpora: list[CorpusConfig], split: str, out: Path, temperature
     chosen = [c for c in corpora if _pairs(c, split)[0]]
     if not chosen:
         return None
-    sizes = [_line_count(*_pairs(c, split)) for c in chosen]
+    sizes = [scan_pair(*_pairs(c, split)) for c in chosen]
     result = TaggedSplit(out / f"{split}.src", out / f"{split}.tgt")
     with open(result.src, "w", encoding="utf-8") as fs, open(result.tgt, "w", encoding="utf-8") as ft:
         if split != "train":  # interleaved, so that the first N (training.valid_max_sentences) hold each
@@ -146,16 +139,16 @@ def write_tagged(corpora: list[CorpusConfig], split: str, out: Path, temperature
     return result
 
 
-def line_directions(langs: dict[str, Any], split: str, n: int) -> list[str] | None:
-    """The direction ("en-de") of each of the first ``n`` lines of a prepared dev or test split, from
-    the counts `write_tagged` recorded and its interleaving; None for a model of one language pair, or
-    where the split lost lines to filters (data.filter_dev) and the order cannot be rebuilt."""
+def line_directions(langs: dict[str, Any], split: str, kept: int, n: int) -> list[str] | None:
+    """The direction ("en-de") of each of the first ``n`` lines of a prepared dev or test split that
+    holds ``kept`` pairs, from the counts `write_tagged` recorded and its interleaving; None for a model
+    of one language pair, or where the split lost lines to filters (data.filter_dev: ``kept`` is not
+    what was written) and the order cannot be rebuilt."""
     counts = langs.get(split)
-    if not counts:
+    if not counts or sum(c["written"] for c in counts) != kept or n > kept:
         return None
     rows = [[c["pair"]] * c["written"] for c in counts]
-    order = [pair for group in itertools.zip_longest(*rows) for pair in group if pair is not None]
-    return order[:n] if len(order) >= n else None
+    return [pair for group in itertools.zip_longest(*rows) for pair in group if pair is not None][:n]
 
 
 def split_tags(lines: list[str], tag_ids: dict[str, int]) -> tuple[list[str], list[int | None]]:

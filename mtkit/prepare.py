@@ -34,13 +34,13 @@ from rich.progress import Progress
 from mtkit import __version__
 from mtkit.bpe import Bpe, train_bpe
 from mtkit.config import CONFIG_FILE, BpeConfig, Config, DataConfig, save_config
-from mtkit.corpora import check_corpora, languages, split_tags, tag, write_tagged
+from mtkit.corpora import languages, split_tags, tag, write_tagged
 from mtkit.data.meta import META_FILE, DataMeta, read_meta, write_meta
 from mtkit.data.shards import ShardWriter, token_dtype
 from mtkit.data.split_stats import SplitStats, print_summary, progress_display
 from mtkit.errors import ConfigError, DataError, MtkitError
 from mtkit.staging import staged_directory
-from mtkit.textio import chunked, read_lines, scan_lines
+from mtkit.textio import chunked, read_lines, scan_pair
 
 PREPARE_VERSION = 1  # bump when the output format changes, so old data dirs are rebuilt
 SPLITS = ("train", "dev", "test")
@@ -62,7 +62,7 @@ def prepare(cfg: Config, force: bool = False, console: Console | None = None) ->
     """Build (or confirm up to date) the data directory `cfg.data.dir`; returns its meta.json record."""
     console = console or Console(stderr=True, soft_wrap=True)
     if cfg.data.corpora:  # several corpora, one multilingual model: their tagged text is prepared
-        corpora = check_corpora(cfg.data)
+        corpora = cfg.data.corpora  # checked when the config was loaded (mtkit.corpora.check_corpora)
         inputs = [SplitInput(s, *f) for c in corpora for s in SPLITS
                   if (f := (getattr(c, f"{s}_src"), getattr(c, f"{s}_tgt")))[0]]
         fp = fingerprint(cfg, inputs)
@@ -151,9 +151,7 @@ def input_splits(data: DataConfig) -> list[SplitInput]:
 
 def check_pair(s: SplitInput) -> int:
     """Both sides: same number of lines, valid UTF-8, not empty. Returns the line count."""
-    n_src, n_tgt = scan_lines(s.src), scan_lines(s.tgt)
-    if n_src != n_tgt:
-        raise DataError(f"{s.src} has {n_src} lines but {s.tgt} has {n_tgt}")
+    n_src = scan_pair(s.src, s.tgt)
     if n_src == 0:
         raise DataError(f"{s.src} and {s.tgt} are empty: the {s.name} split needs at least one pair")
     return n_src

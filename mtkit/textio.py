@@ -101,6 +101,14 @@ def scan_lines(path: str | Path, check_utf8: bool = True) -> int:
             f.close()
 
 
+def scan_pair(src: str | Path, tgt: str | Path) -> int:
+    """``scan_lines`` of both sides of a parallel corpus, which must have as many lines."""
+    n_src, n_tgt = scan_lines(src), scan_lines(tgt)
+    if n_src != n_tgt:
+        raise DataError(f"{src} has {n_src} lines but {tgt} has {n_tgt}")
+    return n_src
+
+
 def _check_utf8(data: bytes, name: str, lines_before: int) -> None:
     try:
         data.decode("utf-8")

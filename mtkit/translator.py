@@ -177,8 +177,9 @@ class Translator:
         tgt_lang = tgt_lang or targets[0]
         if tgt_lang not in targets:
             raise ConfigError(f"--tgt-lang {tgt_lang}: the model translates into {', '.join(targets)} only")
-        self.tag_ids = set(self.src_bpe.piece_ids([tag(t) for t in targets], str(self.src_bpe.path)).values())
-        return self.src_bpe.piece_ids([tag(tgt_lang)], str(self.src_bpe.path))[tag(tgt_lang)]
+        ids = self.src_bpe.piece_ids([tag(t) for t in targets], str(self.src_bpe.path))
+        self.tag_ids = set(ids.values())
+        return ids[tag(tgt_lang)]
 
     def _load_glossary(self, opts: SearchOptions) -> Glossary | None:
         """The glossary of ``opts`` with its target terms encoded; refused where it cannot apply."""

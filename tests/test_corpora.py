@@ -148,8 +148,9 @@ def test_validation_scores_each_direction_and_chooses_by_their_mean(trained):
     assert valid["dev_bleu"] == pytest.approx(sum(by_direction.values()) / 2)
     assert sorted(valid["dev_chrf_by_direction"]) == ["xx-lo", "xx-up"]
     langs = read_meta(trained / "data").languages
-    assert line_directions(langs, "dev", 5) == ["xx-lo", "xx-up", "xx-lo", "xx-up", "xx-lo"]
-    assert line_directions(langs, "dev", 41) is None and line_directions({}, "dev", 3) is None
+    assert line_directions(langs, "dev", 40, 5) == ["xx-lo", "xx-up", "xx-lo", "xx-up", "xx-lo"]
+    assert line_directions(langs, "dev", 40, 41) is None and line_directions({}, "dev", 40, 3) is None
+    assert line_directions(langs, "dev", 39, 5) is None  # a pair filtered out: the order is lost
 
 
 # ----------------------------------------------------------------------------------- translation

@@ -50,8 +50,7 @@ def build_dev_set(data: ParallelData, cfg: Config, tgt_bpe: Bpe) -> DevSet:
     search_sampler = TokenBatchSampler(data.src.lengths[:n_search], np.zeros(n_search, dtype=np.int64),
                                        SEARCH_MAX_TOKENS, shuffle=False)
     refs = tgt_bpe.decode_ids([data.tgt[i].tolist() for i in range(n_search)])
-    directions = line_directions(data.meta.languages, "dev", n_search) if len(data) == sum(
-        c["written"] for c in data.meta.languages.get("dev", [])) else None
+    directions = line_directions(data.meta.languages, "dev", len(data), n_search)
     return DevSet(data, loss_sampler.epoch_batches(0), search_sampler.epoch_batches(0), refs, directions)
 
 

@@ -2,13 +2,13 @@
 and ``config_field``: a dataclass field with its documentation, range and applicability.
 
 A multilingual model is configured by ``data.corpora``: a list of corpora, each with its two languages
-(``CorpusConfig``); `mtkit prepare` tags each source with its target language (`mtkit.corpora`).
+(``CorpusConfig``); `mtkit prepare` tags each pair with its target language (`mtkit.corpora`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from mtkit.config_checks import Condition, Not
 from mtkit.vocab import BPE_SAMPLE_SENTENCES
@@ -76,6 +76,12 @@ class DataConfig:
     temperature: float = _f(
         5.0, "Sampling temperature of data.corpora: corpus i makes up a share of the training data "
         "proportional to (weight_i * size_i)^(1/T); 1 keeps the sizes, larger evens them out.", 1,
+        when={"corpora": Not([])}
+    )
+    language_tag: Literal["source", "decoder"] = _f(
+        "source", "Where the tag naming the target language goes (data.corpora): source, a <2xx> token "
+        "before the source sentence (Johnson et al. 2017), or decoder, the decoder's first input in "
+        "place of BOS (no source token added). Measured: docs/multilingual.md.",
         when={"corpora": Not([])}
     )
 

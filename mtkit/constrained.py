@@ -29,9 +29,9 @@ from torch import Tensor
 
 from mtkit.config import DecodingConfig
 from mtkit.models.base import Seq2Seq
-from mtkit.search import NEG_INF, _append_attention, _attention_rows, _length_limits, _mask_step
+from mtkit.search import NEG_INF, _append_attention, _attention_rows, _length_limits, _mask_step, start_tokens
 from mtkit.translation import Hypothesis, normalise
-from mtkit.vocab import BOS_ID, EOS_ID
+from mtkit.vocab import EOS_ID
 
 Constraints = list[list[int]]  # one sentence's constraints: subword sequences
 
@@ -84,11 +84,13 @@ def _dead() -> _Beam:
 def constrained_search(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, constraints: list[Constraints], *,
                        beam_size: int, nbest: int = 1, hard: bool = True, bonus: float = 0.0,
                        need_attention: bool = False, attn_layer: int = -1,
-                       word_pieces: Tensor | None = None) -> list[list[Hypothesis]]:
+                       word_pieces: Tensor | None = None, start: Tensor | None = None
+                       ) -> list[list[Hypothesis]]:
     """Translate ``src`` [B, S] so that sentence b's output contains each of ``constraints[b]``.
     ``word_pieces`` [V] bool marks the subwords that continue the word before them (no leading ▁):
     none may follow a completed constraint, so that a term stays a whole word ("Papierkorb" and not
-    "Papierkorbs")."""
+    "Papierkorbs"). ``start`` [B]: each sentence's first decoder input (BOS where None), as in
+    `mtkit.search.search`."""
     batch, device = src.size(0), src.device
     k = max(beam_size, nbest, 1 + max((len(c) for c in constraints), default=0))
     totals = [sum(len(c) for c in cs) for cs in constraints]
@@ -102,7 +104,7 @@ def constrained_search(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, constra
         active = list(range(batch))  # sentences still searching, in row-block order
         beams = [[_Beam([], 0.0, _Progress())] + [_dead() for _ in range(k - 1)] for _ in range(batch)]
         finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
-        prev = torch.full((batch * k,), BOS_ID, dtype=torch.long, device=device)
+        prev = start_tokens(src, start).repeat_interleave(k)
         history = torch.empty((batch * k, 0), dtype=torch.long, device=device)
         attn_hist: Tensor | None = None
         for t in range(max(sent_max) + 1):

@@ -1,10 +1,16 @@
 """Multilingual data: the corpora of ``data.corpora``, their language tags, and temperature sampling.
 
-One model translates into several languages when each source sentence begins with a tag that names
-the language wanted (Johnson et al. 2017): ``<2de>``, ``<2es>``. The tag is one subword — a
-user-defined piece of the BPE model, never split — put before the sentence's own subwords, the same
-way at training (`mtkit prepare` writes tagged text and encodes the tag as its id) and at translation
-(the Translator prepends the id of ``--tgt-lang``'s tag). Targets never hold a tag.
+One model translates into several languages when it is told which one is wanted by a tag:
+``<2de>``, ``<2es>``, one subword (a user-defined piece of the BPE model, never split). Where it goes
+is ``data.language_tag``:
+
+- ``source`` (Johnson et al. 2017): before the source sentence's own subwords, the same way at
+  training (`mtkit prepare` writes tagged source text and encodes the tag as its id) and at
+  translation (the Translator prepends the id of ``--tgt-lang``'s tag). Targets hold no tag.
+- ``decoder``: the decoder's first input, in place of BOS. `mtkit prepare` stores it as the first
+  subword of each target; a batch (`mtkit.data.batching.collate`) feeds it where BOS would be and
+  never asks the model to predict it; the search starts from it (``search(start=…)``). The source is
+  left as it is.
 
 Corpora differ in size, and a model trained on their plain union starves the small ones. Temperature
 sampling (Arivazhagan et al. 2019) gives corpus i the share p_i ∝ q_i^(1/T) of the training pairs,
@@ -64,10 +70,11 @@ def check_corpora(data: DataConfig) -> list[CorpusConfig]:
     return list(data.corpora)
 
 
-def languages(corpora: list[CorpusConfig]) -> dict[str, Any]:
-    """The languages a model of these corpora knows, as kept in meta.json (and every checkpoint)."""
+def languages(corpora: list[CorpusConfig], side: str = "source") -> dict[str, Any]:
+    """The languages a model of these corpora knows, as kept in meta.json (and every checkpoint);
+    ``side``: where the tag goes (data.language_tag)."""
     pairs = [list(p) for p in dict.fromkeys((c.src_lang, c.tgt_lang) for c in corpora)]
-    return {"tag": "source", "src": sorted({c.src_lang for c in corpora}),
+    return {"tag": side, "src": sorted({c.src_lang for c in corpora}),
             "tgt": sorted({c.tgt_lang for c in corpora}), "pairs": pairs}
 
 
@@ -101,15 +108,20 @@ def _read_pairs(c: CorpusConfig, split: str) -> Iterator[tuple[str, str]]:
     return zip(read_lines(src, strict=True), read_lines(tgt, strict=True), strict=False)  # counted before
 
 
-def _tagged(c: CorpusConfig, line: str) -> str:
-    return f"{tag(c.tgt_lang)} {line}" if line.strip() else ""
+def _tagged_pair(c: CorpusConfig, src: str, tgt: str, side: str) -> tuple[str, str]:
+    """A pair with its corpus's tag: before a non-empty source line, or (side "decoder") before every
+    target line, empty or not, since the decoder's first input is taken from there."""
+    if side == "decoder":
+        return src, f"{tag(c.tgt_lang)} {tgt}"
+    return (f"{tag(c.tgt_lang)} {src}" if src.strip() else "", tgt)
 
 
 def write_tagged(corpora: list[CorpusConfig], split: str, out: Path, temperature: float,
-                 seed: int) -> TaggedSplit | None:
-    """Write ``split`` of every corpus that has it as OUT/split.src / split.tgt: each non-empty source
-    line tagged with its corpus's target language; the training split temperature-sampled, dev and
-    test once each, the corpora's lines interleaved. None when no corpus has the split."""
+                 seed: int, side: str = "source") -> TaggedSplit | None:
+    """Write ``split`` of every corpus that has it as OUT/split.src / split.tgt: each pair tagged with
+    its corpus's target language (on ``side``: data.language_tag); the training split
+    temperature-sampled, dev and test once each, the corpora's lines interleaved. None when no corpus
+    has the split."""
     chosen = [c for c in corpora if _pairs(c, split)[0]]
     if not chosen:
         return None
@@ -117,7 +129,7 @@ def write_tagged(corpora: list[CorpusConfig], split: str, out: Path, temperature
     result = TaggedSplit(out / f"{split}.src", out / f"{split}.tgt")
     with open(result.src, "w", encoding="utf-8") as fs, open(result.tgt, "w", encoding="utf-8") as ft:
         if split != "train":  # interleaved, so that the first N (training.valid_max_sentences) hold each
-            rows = [[(_tagged(c, s), g) for s, g in _read_pairs(c, split)] for c in chosen]
+            rows = [[_tagged_pair(c, s, g, side) for s, g in _read_pairs(c, split)] for c in chosen]
             for group in itertools.zip_longest(*rows):
                 for row in filter(None, group):
                     fs.write(row[0] + "\n")
@@ -131,9 +143,10 @@ def write_tagged(corpora: list[CorpusConfig], split: str, out: Path, temperature
             extra = set(rng.sample(range(n), round((t - whole) * n))) if t > whole else set()
             written = 0
             for i, (s, g) in enumerate(_read_pairs(c, split)):
+                ts, tg = _tagged_pair(c, s, g, side)
                 for _ in range(whole + (i in extra)):
-                    fs.write(_tagged(c, s) + "\n")
-                    ft.write(g + "\n")
+                    fs.write(ts + "\n")
+                    ft.write(tg + "\n")
                     written += 1
             result.counts.append({"pair": f"{c.src_lang}-{c.tgt_lang}", "input": n, "written": written})
     return result
@@ -152,7 +165,7 @@ def line_directions(langs: dict[str, Any], split: str, kept: int, n: int) -> lis
 
 
 def split_tags(lines: list[str], tag_ids: dict[str, int]) -> tuple[list[str], list[int | None]]:
-    """Tagged source lines → (the lines without their tag, the tag's id or None for each)."""
+    """Tagged lines → (the lines without their tag, the tag's id or None for each)."""
     texts, ids = [], []
     for line in lines:
         head, sep, rest = line.partition(" ")

@@ -212,8 +212,13 @@ class Ct2Model:
 
     # ------------------------------------------------------------------------------------ search
     def search(self, batch: list[list[int]], cfg: DecodingConfig, nbest: int = 1,
-               need_attention: bool = False, sample: bool = False) -> list[list[Hypothesis]]:
-        """Hypotheses (best first, at most ``nbest``) for each source in ``batch`` (subword ids)."""
+               need_attention: bool = False, sample: bool = False, start: int | None = None
+               ) -> list[list[Hypothesis]]:
+        """Hypotheses (best first, at most ``nbest``) for each source in ``batch`` (subword ids); an
+        exported model always starts from BOS (`mtkit export` refuses a decoder-side language tag)."""
+        if start is not None:
+            raise MtkitError("the ct2 engine starts every translation from BOS; it cannot start from a "
+                             "language tag")
         if not batch:
             return []
         limits = [max(1, math.floor(len(ids) * cfg.max_len_a + cfg.max_len_b)) for ids in batch]

@@ -44,9 +44,11 @@ class Engine(Protocol):
     def num_attention_heads(self) -> int: ...
 
     def search(self, batch: list[list[int]], cfg: DecodingConfig, nbest: int = 1,
-               need_attention: bool = False, sample: bool = False) -> list[list[Hypothesis]]:
+               need_attention: bool = False, sample: bool = False, start: int | None = None
+               ) -> list[list[Hypothesis]]:
         """Hypotheses (best first, at most ``nbest``) for each source in ``batch`` (subword ids, no
-        padding, any order of lengths)."""
+        padding, any order of lengths); ``start``: the decoder's first input, BOS where None (a
+        decoder-side language tag: `mtkit.corpora`)."""
         ...
 
 

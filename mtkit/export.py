@@ -87,6 +87,10 @@ def run_export(model: str | Path, output: str | Path, fmt: str = "ct2", quantiza
         raise ConfigError(f"--format argos: {model} is a multilingual model (it translates into "
                           f"{', '.join(loaded.meta.languages['tgt'])}), and an Argos package adds no "
                           "language tag; use --format ct2 (docs/multilingual.md)")
+    if loaded.meta.languages.get("tag") == "decoder":
+        raise ConfigError(f"export: {model} starts its decoder from a language tag (data.language_tag "
+                          "decoder); mtkit exports multilingual models with the tag on the source (the "
+                          "default) only (docs/multilingual.md)")
     ct2 = require_ctranslate2()
     output.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))

@@ -70,10 +70,11 @@ def prepare(cfg: Config, force: bool = False, console: Console | None = None) ->
             return _up_to_date(console, Path(cfg.data.dir))
         Path(cfg.data.dir).parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=".tagged-", dir=Path(cfg.data.dir).parent) as tmp:
-            tagged = {s: write_tagged(corpora, s, Path(tmp), cfg.data.temperature, cfg.bpe.seed)
+            side = cfg.data.language_tag
+            tagged = {s: write_tagged(corpora, s, Path(tmp), cfg.data.temperature, cfg.bpe.seed, side)
                       for s in SPLITS}
             splits = [SplitInput(s, str(t.src), str(t.tgt)) for s, t in tagged.items() if t is not None]
-            record = {**languages(corpora), **{s: t.counts for s, t in tagged.items() if t is not None}}
+            record = {**languages(corpora, side), **{s: t.counts for s, t in tagged.items() if t is not None}}
             return _prepare(cfg, splits, fp, force, console, record)
     splits = input_splits(cfg.data)
     bpe_plan(cfg, splits[0])  # config mistakes surface before any work
@@ -101,13 +102,15 @@ def _prepare(cfg: Config, splits: list[SplitInput], fp: str, force: bool, consol
                               for n in (name, str(Path(name).with_suffix(".vocab")))]
     shards = [name for split in SPLITS for name in _shard_files(split)]
     tags = [tag(lang) for lang in langs.get("tgt", [])]
+    on_target = langs.get("tag") == "decoder"  # the tags are target subwords (data.language_tag)
     # built beside data.dir and moved in on success: a failure never damages a good data directory
     with staged_directory(out, seed=reusable, stale=shards, last=META_FILE) as stage:
         bpe_started = time.perf_counter()
         (src_name, src_bpe), (tgt_name, tgt_bpe) = prepare_bpe(cfg, splits[0], stage, console, retrain=force,
-                                                               symbols=tags)
+                                                               symbols=tags, symbols_on_target=on_target)
         bpe_seconds = time.perf_counter() - bpe_started
-        tag_ids = src_bpe.piece_ids(tags, f"{stage / src_name}: the BPE model")
+        tagging, tagging_name = (tgt_bpe, tgt_name) if on_target else (src_bpe, src_name)
+        tag_ids = tagging.piece_ids(tags, f"{stage / tagging_name}: the BPE model")
 
         dtype = token_dtype(max(len(src_bpe), len(tgt_bpe)))
         stats: dict[str, SplitStats] = {}
@@ -115,7 +118,7 @@ def _prepare(cfg: Config, splits: list[SplitInput], fp: str, force: bool, consol
             for s in splits:
                 apply_filter = s.name == "train" or cfg.data.filter_dev
                 stats[s.name] = encode_split(s, src_bpe, tgt_bpe, stage, dtype, cfg.data, apply_filter,
-                                             progress, tag_ids)
+                                             progress, tag_ids, on_target)
         for s in splits:
             if stats[s.name].sentences == 0:
                 raise DataError(f"{s.name}: every pair was filtered out of {s.src} / {s.tgt}; check "
@@ -254,8 +257,11 @@ def bpe_plan(cfg: Config, train: SplitInput) -> list[tuple[str, str, list[str]]]
 
 
 def prepare_bpe(cfg: Config, train: SplitInput, out: Path, console: Console, retrain: bool = False,
-                symbols: list[str] | None = None) -> tuple[tuple[str, Bpe], tuple[str, Bpe]]:
+                symbols: list[str] | None = None, symbols_on_target: bool = False
+                ) -> tuple[tuple[str, Bpe], tuple[str, Bpe]]:
     """Train or copy the BPE model(s) into `out`; returns ((src_name, src_bpe), (tgt_name, tgt_bpe)).
+    ``symbols`` (language tags) become pieces of the joint model, or of the source model (of the
+    target model with ``symbols_on_target``) where the two sides have their own.
 
     Unless `retrain`, reuses models already in `out` whose own fingerprint (bpe settings + training
     files) matches, so changing a filter setting does not retrain BPE."""
@@ -263,6 +269,7 @@ def prepare_bpe(cfg: Config, train: SplitInput, out: Path, console: Console, ret
     plan = bpe_plan(cfg, train)
     stamp_path = out / BPE_STAMP
     stamp = _digest({"version": PREPARE_VERSION, "bpe": dataclasses.asdict(b), "symbols": symbols or [],
+                     "symbols_on_target": symbols_on_target,
                      "train": [_file_id(train.src), _file_id(train.tgt)],
                      "models": [_file_id(m) for m in _given_models(cfg)]})
     current = stamp_path.read_text(encoding="utf-8").strip() if stamp_path.is_file() else ""
@@ -275,7 +282,8 @@ def prepare_bpe(cfg: Config, train: SplitInput, out: Path, console: Console, ret
                 _copy_model(given, out / name)
                 console.print(f"using BPE model {given} (copied to {out / name})")
             else:
-                _train_into(name, inputs, out, cfg, console, symbols if name != "tgt.model" else None)
+                other_side = "src.model" if symbols_on_target else "tgt.model"
+                _train_into(name, inputs, out, cfg, console, symbols if name != other_side else None)
         stamp_path.write_text(stamp + "\n", encoding="utf-8")
 
     models = [(name, Bpe(out / name)) for name, _, _ in plan]
@@ -326,9 +334,11 @@ def reject_reason(src_len: int, tgt_len: int, data: DataConfig) -> str | None:
 
 
 def encode_split(s: SplitInput, src_bpe: Bpe, tgt_bpe: Bpe, out: Path, dtype: Any, data: DataConfig,
-                 apply_filter: bool, progress: Progress, tag_ids: dict[str, int] | None = None) -> SplitStats:
+                 apply_filter: bool, progress: Progress, tag_ids: dict[str, int] | None = None,
+                 on_target: bool = False) -> SplitStats:
     """Stream one split through BPE into its two shards; dev/test keep pairs with an empty side. With
-    ``tag_ids``, a source line's leading language tag becomes that one id (`mtkit.corpora`)."""
+    ``tag_ids``, a source line's leading language tag (a target line's, ``on_target``) becomes that
+    one id (`mtkit.corpora`); a target's tag counts for no filter."""
     started = time.perf_counter()
     stats = SplitStats()
     task = progress.add_task(f"{s.name:5}", total=s.lines)
@@ -336,16 +346,18 @@ def encode_split(s: SplitInput, src_bpe: Bpe, tgt_bpe: Bpe, out: Path, dtype: An
     # equal lengths were checked by check_pair; a file changed since is caught by the count below
     pairs = zip(read_lines(s.src), read_lines(s.tgt), strict=False)
     for batch in chunked(pairs, CHUNK_LINES):
-        texts, leads = split_tags([p[0] for p in batch], tag_ids or {})
-        src_ids = [ids if lead is None else [lead, *ids]
-                   for lead, ids in zip(leads, src_bpe.encode_ids(texts), strict=True)]
-        tgt_ids = tgt_bpe.encode_ids([p[1] for p in batch])
+        texts, leads = split_tags([p[1 if on_target else 0] for p in batch], tag_ids or {})
+        tagging_bpe = tgt_bpe if on_target else src_bpe
+        tagged = [ids if lead is None else [lead, *ids]
+                  for lead, ids in zip(leads, tagging_bpe.encode_ids(texts), strict=True)]
+        other = (src_bpe if on_target else tgt_bpe).encode_ids([p[0 if on_target else 1] for p in batch])
+        src_ids, tgt_ids = (other, tagged) if on_target else (tagged, other)
         for src, tgt in zip(src_ids, tgt_ids, strict=True):
-            reason = reject_reason(len(src), len(tgt), data) if apply_filter else None
+            reason = reject_reason(len(src), len(tgt) - on_target, data) if apply_filter else None
             if reason is not None:
                 stats.dropped[reason] += 1
                 continue
-            if not src or not tgt:
+            if not src or len(tgt) == on_target:
                 stats.empty_kept += 1
             writers["src"].add(src)
             writers["tgt"].add(tgt)

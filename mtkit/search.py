@@ -31,13 +31,16 @@ NEG_INF = float("-inf")
 # -------------------------------------------------------------------------------------- entry point
 def search(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, *, beam_size: int | None = None,
            nbest: int = 1, need_attention: bool = False, sample: bool = False,
-           generator: torch.Generator | None = None, attn_layer: int = -1) -> list[list[Hypothesis]]:
+           generator: torch.Generator | None = None, attn_layer: int = -1,
+           start: Tensor | None = None) -> list[list[Hypothesis]]:
     """Translate a padded batch ``src`` [B, S] (PAD_ID where padded).
 
     Returns, per input sentence in input order, ``nbest`` hypotheses sorted best first. Beam size
     ``None`` takes ``cfg.beam_size``; 1 is greedy search. ``sample`` draws ``nbest`` independent
     samples per sentence (temperature, top-k, top-p from ``cfg``; reproducible with ``generator``).
     A beam narrower than ``nbest`` is widened to ``nbest``. ``model`` may be an ``Ensemble``.
+    ``start`` [B]: each sentence's first decoder input, BOS where None (a multilingual model with
+    decoder-side language tags starts from the tag instead: `mtkit.corpora`); it is no output token.
     """
     if nbest < 1:
         raise ConfigError(f"nbest must be at least 1, not {nbest}")
@@ -48,13 +51,23 @@ def search(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, *, beam_size: int |
     k = max(beam_size if beam_size is not None else cfg.beam_size, 1)
     with torch.inference_mode():
         if sample:
-            return _sample_or_greedy(model, src, cfg, nbest, need_attention, attn_layer, True, generator)
+            return _sample_or_greedy(model, src, cfg, nbest, need_attention, attn_layer, True, generator,
+                                     start)
         if k == 1 and nbest == 1:
-            return _sample_or_greedy(model, src, cfg, 1, need_attention, attn_layer, False, None)
-        return _beam(model, src, cfg, max(k, nbest), nbest, need_attention, attn_layer)
+            return _sample_or_greedy(model, src, cfg, 1, need_attention, attn_layer, False, None, start)
+        return _beam(model, src, cfg, max(k, nbest), nbest, need_attention, attn_layer, start)
 
 
 # ---------------------------------------------------------------------------------------- utilities
+def start_tokens(src: Tensor, start: Tensor | None) -> Tensor:
+    """Each sentence's first decoder input on ``src``'s device: ``start``, or BOS for all."""
+    if start is None:
+        return torch.full((src.size(0),), BOS_ID, dtype=torch.long, device=src.device)
+    if start.shape != (src.size(0),):
+        raise ValueError(f"start must hold one token per sentence, got {tuple(start.shape)}")
+    return start.to(device=src.device, dtype=torch.long)
+
+
 def _length_limits(src: Tensor, cfg: DecodingConfig) -> Tensor:
     """Per-sentence max output length (tokens before EOS)."""
     src_lens = (src != PAD_ID).sum(1)
@@ -127,7 +140,8 @@ def _append_attention(attn_hist: Tensor | None, attn: Tensor | None) -> Tensor |
 # ----------------------------------------------------------------------------- greedy and sampling
 def _sample_or_greedy(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, copies: int,
                       need_attention: bool, attn_layer: int, sample: bool,
-                      generator: torch.Generator | None) -> list[list[Hypothesis]]:
+                      generator: torch.Generator | None, start: Tensor | None = None
+                      ) -> list[list[Hypothesis]]:
     """Greedy search (argmax) or ancestral sampling, ``copies`` independent rows per sentence."""
     batch, device = src.size(0), src.device
     max_len = _length_limits(src, cfg)
@@ -139,7 +153,7 @@ def _sample_or_greedy(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, copies: 
     state = model.init_state(enc)
     row_max = max_len.to(device).repeat_interleave(copies)
     rows = row_sentence.clone()  # sentence of each active row
-    prev = torch.full((rows.numel(),), BOS_ID, dtype=torch.long, device=device)
+    prev = start_tokens(src, start).repeat_interleave(copies)
     history = torch.empty((rows.numel(), 0), dtype=torch.long, device=device)
     scores = torch.zeros(rows.numel(), dtype=torch.float32, device=device)
     attn_hist: Tensor | None = None
@@ -229,7 +243,7 @@ class _Continuations:
 
 
 def _beam(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, k: int, nbest: int,
-          need_attention: bool, attn_layer: int) -> list[list[Hypothesis]]:
+          need_attention: bool, attn_layer: int, start: Tensor | None = None) -> list[list[Hypothesis]]:
     """Beam search over a flat [B·K] batch.
 
     Each step takes the 2K best extensions of a sentence's K beams by cumulative log-probability;
@@ -239,7 +253,7 @@ def _beam(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, k: int, nbest: int,
     hypotheses (fairseq's rule, for length_norm gnmt) and, for none and average, its best live beam
     scored as if it ended now is no better than the worst of them (exact for none).
     """
-    b = _start_beams(model, src, cfg, k)
+    b = _start_beams(model, src, cfg, k, start_tokens(src, start))
     src_mask = b.enc.src_mask.cpu()
     finished: list[list[Hypothesis]] = [[] for _ in range(src.size(0))]
     for t in range(int(b.sent_max.max()) + 1):
@@ -262,7 +276,7 @@ def _beam(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, k: int, nbest: int,
     return _best_first(finished, nbest)
 
 
-def _start_beams(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, k: int) -> _Beams:
+def _start_beams(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, k: int, start: Tensor) -> _Beams:
     """Encode; one row per sentence until the first step has expanded it to K beams."""
     batch, device = src.size(0), src.device
     enc = model.encode(src)
@@ -272,7 +286,7 @@ def _start_beams(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, k: int) -> _B
         enc=enc, state=model.init_state(enc), sentences=torch.arange(batch, device=device),
         sent_max=_length_limits(src, cfg).to(device),
         worst=torch.full((batch,), NEG_INF, dtype=torch.float32, device=device), scores=scores,
-        prev=torch.full((batch * k,), BOS_ID, dtype=torch.long, device=device),
+        prev=start.repeat_interleave(k),
         history=torch.empty((batch * k, 0), dtype=torch.long, device=device),
     )
 

@@ -50,19 +50,22 @@ class TorchEngine:
         return self.model.num_attention_heads
 
     def search(self, batch: list[list[int]], cfg: DecodingConfig, nbest: int = 1,
-               need_attention: bool = False, sample: bool = False) -> list[list[Hypothesis]]:
-        """Hypotheses (best first, at most ``nbest``) for each source in ``batch`` (subword ids)."""
+               need_attention: bool = False, sample: bool = False, start: int | None = None
+               ) -> list[list[Hypothesis]]:
+        """Hypotheses (best first, at most ``nbest``) for each source in ``batch`` (subword ids);
+        ``start``: the decoder's first input (BOS where None)."""
         if not batch:
             return []
         src = self._padded(batch)
         with threads(self.threads), torch.inference_mode():
             return search(self.model, src.to(self.device), cfg, nbest=nbest, need_attention=need_attention,
-                          sample=sample, generator=self.generator, attn_layer=self.attention_layer)
+                          sample=sample, generator=self.generator, attn_layer=self.attention_layer,
+                          start=self._start(len(batch), start))
 
     def search_constrained(self, batch: list[list[int]], cfg: DecodingConfig,
                            constraints: list[list[list[int]]], nbest: int = 1, need_attention: bool = False,
-                           soft_bonus: float | None = None, word_pieces: Sequence[int] = ()
-                           ) -> list[list[Hypothesis]]:
+                           soft_bonus: float | None = None, word_pieces: Sequence[int] = (),
+                           start: int | None = None) -> list[list[Hypothesis]]:
         """Like ``search``, each output containing its sentence's ``constraints`` (subword runs): hard,
         or with ``soft_bonus`` a bonus per constraint subword (`mtkit.constrained`). ``word_pieces``:
         the ids of subwords that continue a word (none may follow a completed constraint)."""
@@ -77,7 +80,11 @@ class TorchEngine:
             return constrained_search(self.model, src.to(self.device), cfg, constraints,
                                       beam_size=cfg.beam_size, nbest=nbest, hard=soft_bonus is None,
                                       bonus=soft_bonus or 0.0, need_attention=need_attention,
-                                      attn_layer=self.attention_layer, word_pieces=mask)
+                                      attn_layer=self.attention_layer, word_pieces=mask,
+                                      start=self._start(len(batch), start))
+
+    def _start(self, rows: int, start: int | None) -> torch.Tensor | None:
+        return None if start is None else torch.full((rows,), start, dtype=torch.long, device=self.device)
 
     @staticmethod
     def _padded(batch: list[list[int]]) -> torch.Tensor:

@@ -150,7 +150,10 @@ class Translator:
             self.decoding.beam_size = self.nbest
         self.max_input_tokens, self._limit_reason = self._input_limit()
         self.target_tag = self._target_tag(opts.tgt_lang)
-        if self.target_tag is not None:  # the tag is one more source subword
+        # where the tag goes (data.language_tag): one more source subword, or the decoder's first input
+        self.source_tag = self.target_tag is not None and self.meta.languages.get("tag") != "decoder"
+        self.start = None if self.target_tag is None or self.source_tag else self.target_tag
+        if self.source_tag:
             self.max_input_tokens -= 1
         self._continuations: list[int] | None = None
         self.glossary = self._load_glossary(opts)
@@ -161,11 +164,13 @@ class Translator:
         twin = copy.copy(self)
         twin.decoding = dataclasses.replace(self.decoding)
         twin.target_tag = twin._target_tag(tgt_lang)
+        twin.start = None if twin.start is None else twin.target_tag
         return twin
 
     def _target_tag(self, tgt_lang: str) -> int | None:
-        """The id of the source tag asking for ``tgt_lang`` (`mtkit.corpora`); None for a model of one
-        language pair, which takes no tag (and no other target language)."""
+        """The id of the tag asking for ``tgt_lang`` (`mtkit.corpora`; a source subword, or a target one
+        where the tag is the decoder's first input); None for a model of one language pair, which takes
+        no tag (and no other target language)."""
         targets = self.meta.languages.get("tgt", [])
         if not targets:
             if tgt_lang and tgt_lang != self.meta.tgt_lang:
@@ -177,7 +182,8 @@ class Translator:
         tgt_lang = tgt_lang or targets[0]
         if tgt_lang not in targets:
             raise ConfigError(f"--tgt-lang {tgt_lang}: the model translates into {', '.join(targets)} only")
-        ids = self.src_bpe.piece_ids([tag(t) for t in targets], str(self.src_bpe.path))
+        bpe = self.tgt_bpe if self.meta.languages.get("tag") == "decoder" else self.src_bpe
+        ids = bpe.piece_ids([tag(t) for t in targets], str(bpe.path))
         self.tag_ids = set(ids.values())
         return ids[tag(tgt_lang)]
 
@@ -302,7 +308,7 @@ class Translator:
         for item, hyps in zip(items, results, strict=True):
             by_line.setdefault(item.line, []).append((item.ids, hyps))
         for i, parts in by_line.items():
-            skip = self.target_tag is not None  # the tag is no word of the source
+            skip = self.source_tag  # the tag is no word of the source
             out[i].source_tokens = self.src_bpe.id_to_piece([t for ids, _ in parts for t in ids[skip:]])
             out[i].hypotheses = self._candidates(parts, need_attention)
         return out
@@ -323,8 +329,8 @@ class Translator:
                 for seg in self._cut(text, ids) if seg]
 
     def _tagged(self, ids: list[int]) -> list[int]:
-        """A segment as the model takes it: after the target language's tag where it has one."""
-        return ids if self.target_tag is None else [self.target_tag, *ids]
+        """A segment as the model takes it: after the target language's tag where it goes there."""
+        return [self.target_tag, *ids] if self.source_tag else ids
 
     def _untagged(self, h: Hypothesis) -> Hypothesis:
         """A hypothesis of a tagged source as the user sees it: no tag in its tokens (the decoder never
@@ -371,8 +377,9 @@ class Translator:
             if constrained:
                 return self.backend.search_constrained(  # type: ignore[attr-defined]
                     ids, self.decoding, [it.constraints for it in batch], self.nbest,
-                    need_attention, self.search_options.soft_bonus, self._word_pieces())
-            return self.backend.search(ids, self.decoding, self.nbest, need_attention, self.sample)
+                    need_attention, self.search_options.soft_bonus, self._word_pieces(), start=self.start)
+            return self.backend.search(ids, self.decoding, self.nbest, need_attention, self.sample,
+                                       start=self.start)
         except Exception as exc:  # noqa: BLE001 - only out-of-memory errors are handled, the rest re-raised
             if not _out_of_memory(exc):
                 raise
@@ -395,7 +402,7 @@ class Translator:
         out = []
         for rank in range(count):
             chosen = [h[min(rank, len(h) - 1)] for _, h in parts if h]
-            if self.target_tag is not None:
+            if self.source_tag:
                 chosen = [self._untagged(h) for h in chosen]
             texts = self.tgt_bpe.decode_ids([h.tokens for h in chosen])
             token_ids = [t for h in chosen for t in h.tokens]

@@ -203,7 +203,8 @@ class Batch:
 
 
 def collate(data: ParallelData, ids: np.ndarray, shape: tuple[int, int] | None = None) -> Batch:
-    """Read sentences `ids` from the shards into padded tensors (src; BOS+tgt; tgt+EOS); with
+    """Read sentences `ids` from the shards into padded tensors (src; BOS+tgt; tgt+EOS; where each
+    stored target begins with a decoder-side language tag, tag+tgt and tgt+EOS); with
     ``shape`` = (rows, length) every tensor is [rows, length] (rows past the sentences all PAD)."""
     import torch
 
@@ -220,6 +221,15 @@ def collate(data: ParallelData, ids: np.ndarray, shape: tuple[int, int] | None =
     src = np.full(src_shape, PAD_ID, dtype=np.int64)
     tgt_in = np.full(tgt_shape, PAD_ID, dtype=np.int64)
     tgt_out = np.full_like(tgt_in, PAD_ID)
+    if data.decoder_tagged:  # each stored target begins with its language tag: it stands where BOS would
+        for row, i in enumerate(ids):
+            s, t = data.src[i], data.tgt[i]
+            src[row, : len(s)] = s
+            tgt_in[row, : len(t)] = t
+            tgt_out[row, : len(t) - 1] = t[1:]
+        tgt_out[np.arange(n), tgt_len - 1] = EOS_ID
+        return Batch(np.asarray(ids), torch.from_numpy(src), torch.from_numpy(tgt_in),
+                     torch.from_numpy(tgt_out), int(tgt_len.sum()), int(src_len.sum()))
     tgt_in[:n, 0] = BOS_ID
     for row, i in enumerate(ids):
         s, t = data.src[i], data.tgt[i]

@@ -149,5 +149,11 @@ class ParallelData:
         if len(self.src) != len(self.tgt):
             raise DataError(f"{self.dir}: {split}.src and {split}.tgt hold different sentence counts")
 
+    @property
+    def decoder_tagged(self) -> bool:
+        """Whether each target begins with its language tag, the decoder's first input in place of
+        BOS (a multilingual model with data.language_tag decoder: `mtkit.corpora`)."""
+        return self.meta.languages.get("tag") == "decoder"
+
     def __len__(self) -> int:
         return len(self.src)

@@ -79,16 +79,18 @@ def candidate_decoding(cfg: DecodingConfig) -> DecodingConfig:
 
 
 def generate(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, count: int, how: str,
-             generator: torch.Generator | None) -> list[list[list[int]]]:
+             generator: torch.Generator | None, start: Tensor | None = None) -> list[list[list[int]]]:
     """Per sentence of ``src`` [B, S], its distinct candidates (token ids without BOS/EOS): the beam's
-    n-best first, then the samples, in the order found."""
+    n-best first, then the samples, in the order found. ``start``: each sentence's first decoder input
+    (BOS, or a decoder-side language tag), as in ``search``."""
     beam = {"beam": count, "sample": 0, "both": (count + 1) // 2}[how]
     found: list[list[list[int]]] = [[] for _ in range(src.size(0))]
     if beam:
-        for mine, hyps in zip(found, search(model, src, cfg, beam_size=beam, nbest=beam), strict=True):
+        for mine, hyps in zip(found, search(model, src, cfg, beam_size=beam, nbest=beam, start=start),
+                              strict=True):
             mine.extend(h.tokens for h in hyps)
     if count - beam:
-        drawn = search(model, src, cfg, nbest=count - beam, sample=True, generator=generator)
+        drawn = search(model, src, cfg, nbest=count - beam, sample=True, generator=generator, start=start)
         for mine, hyps in zip(found, drawn, strict=True):
             mine.extend(h.tokens for h in hyps)
     return [list(map(list, dict.fromkeys(map(tuple, mine)))) for mine in found]
@@ -185,7 +187,7 @@ class MrtUpdater(Updater):
         try:
             with autocast(self.device, self.autocast_dtype):
                 found = generate(self.model, src, self.decoding, self.tc.mrt_candidates, self.tc.mrt_search,
-                                 generator)
+                                 generator, cpu_batch.tgt_in[:n, 0])
         finally:
             self.model.train(was_training)
         refs = _references(cpu_batch)
@@ -207,7 +209,9 @@ class MrtUpdater(Updater):
         source_rows = list(range(k)) + [j for j, i in enumerate(chunk) for _ in cands[i]]
         src = cpu_batch.src[chunk]
         src = src[:, : max(1, int((src != PAD_ID).sum(1).max()))]
-        host = [src, _padded(rows, BOS_ID, None), _padded(rows, None, EOS_ID), torch.tensor(source_rows),
+        tgt_in = _padded(rows, BOS_ID, None)
+        tgt_in[:, 0] = cpu_batch.tgt_in[chunk, 0][source_rows]  # BOS, or the decoder-side language tag
+        host = [src, tgt_in, _padded(rows, None, EOS_ID), torch.tensor(source_rows),
                 torch.tensor([c for i in chunk for c in costs[i]])]
         if self.device.type == "cuda":
             host = [t.pin_memory() for t in host]

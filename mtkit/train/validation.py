@@ -49,7 +49,8 @@ def build_dev_set(data: ParallelData, cfg: Config, tgt_bpe: Bpe) -> DevSet:
     n_search = len(data) if tc.valid_max_sentences == 0 else min(len(data), tc.valid_max_sentences)
     search_sampler = TokenBatchSampler(data.src.lengths[:n_search], np.zeros(n_search, dtype=np.int64),
                                        SEARCH_MAX_TOKENS, shuffle=False)
-    refs = tgt_bpe.decode_ids([data.tgt[i].tolist() for i in range(n_search)])
+    skip = int(data.decoder_tagged)  # a decoder-side language tag is no word of the reference
+    refs = tgt_bpe.decode_ids([data.tgt[i].tolist()[skip:] for i in range(n_search)])
     directions = line_directions(data.meta.languages, "dev", len(data), n_search)
     return DevSet(data, loss_sampler.epoch_batches(0), search_sampler.epoch_batches(0), refs, directions)
 
@@ -79,7 +80,8 @@ def evaluate(model: Seq2Seq, dev: DevSet, cfg: Config, device: torch.device,
         for ids in dev.search_batches:
             batch = collate(dev.data, ids)
             with amp:
-                results = search(model, batch.src.to(device), cfg.decoding, beam_size=1)
+                results = search(model, batch.src.to(device), cfg.decoding, beam_size=1,
+                                 start=batch.tgt_in[:, 0])  # BOS, or the decoder-side language tag
             texts = tgt_bpe.decode_ids([r[0].tokens for r in results])
             for i, text in zip(ids.tolist(), texts, strict=True):
                 hyps[i] = text

@@ -218,13 +218,15 @@ def export(
         help="Prepared data directory to count the shortlist on (default: the model's data.dir)."),
     shortlist_sentences: int = typer.Option(0, "--shortlist-sentences", min=0,
         help="Count only the first N training pairs (0 = all)."),
+    pair: str = typer.Option("", "--pair",
+        help="argos: the direction of a multilingual model to package, e.g. en-de (one package per pair)."),
 ) -> None:
     """Export a trained Transformer to CTranslate2 (or an Argos Translate package)."""
     from mtkit.export import ShortlistOptions, run_export
 
     lists = ShortlistOptions(shortlist, shortlist_frequent, shortlist_data, shortlist_sentences)
     path = run_export(model, output, fmt=fmt, quantization=quantization, checkpoint=checkpoint,
-                      shortlist=lists)
+                      shortlist=lists, pair=pair)
     typer.echo(f"wrote {path}", err=True)
 
 

@@ -70,8 +70,9 @@ class ShortlistOptions:
 
 
 def run_export(model: str | Path, output: str | Path, fmt: str = "ct2", quantization: str = "float32",
-               checkpoint: str = "best", shortlist: ShortlistOptions | None = None) -> Path:
-    """Export ``model`` (a model directory or checkpoint) to ``output``; returns the path written."""
+               checkpoint: str = "best", shortlist: ShortlistOptions | None = None, pair: str = "") -> Path:
+    """Export ``model`` (a model directory or checkpoint) to ``output``; returns the path written.
+    ``pair`` ("en-de"): the direction of a multilingual model an Argos package translates."""
     if fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r}: use ct2 or argos")
     if quantization not in QUANTIZATIONS:
@@ -83,10 +84,7 @@ def run_export(model: str | Path, output: str | Path, fmt: str = "ct2", quantiza
     if fmt == "argos" and loaded.meta.src_bpe != loaded.meta.tgt_bpe:
         raise ConfigError(f"--format argos: an Argos package holds one sentencepiece model, but {model} "
                           f"has two ({loaded.meta.src_bpe}, {loaded.meta.tgt_bpe}); use --format ct2")
-    if fmt == "argos" and loaded.meta.languages:
-        raise ConfigError(f"--format argos: {model} is a multilingual model (it translates into "
-                          f"{', '.join(loaded.meta.languages['tgt'])}), and an Argos package adds no "
-                          "language tag; use --format ct2 (docs/multilingual.md)")
+    direction = _argos_pair(loaded, pair) if fmt == "argos" else None
     if loaded.meta.languages.get("tag") == "decoder":
         raise ConfigError(f"export: {model} starts its decoder from a language tag (data.language_tag "
                           "decoder); mtkit exports multilingual models with the tag on the source (the "
@@ -106,9 +104,11 @@ def run_export(model: str | Path, output: str | Path, fmt: str = "ct2", quantiza
         if fmt == "ct2":
             _swap_in(target, output)
         else:
-            archive = _package_argos(loaded, target, stage)
+            if loaded.meta.languages:
+                _one_direction(target, *direction)
+            archive = _package_argos(loaded, target, stage, *direction)
             os.replace(archive, output)
-            print(argos_sbd_note(output, loaded.meta.src_lang), file=sys.stderr, flush=True)
+            print(argos_sbd_note(output, direction[0]), file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return output
@@ -331,16 +331,51 @@ def _swap_in(built: Path, output: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _package_argos(loaded: LoadedModel, model: Path, stage: Path) -> Path:
+def _argos_pair(loaded: LoadedModel, pair: str) -> tuple[str, str]:
+    """The (source, target) languages of the Argos package: the model's pair, or for a multilingual
+    model the one ``--pair`` names (required there)."""
+    meta = loaded.meta
+    pairs = [tuple(p) for p in meta.languages.get("pairs", [])]
+    if not pairs:
+        if pair and pair != f"{meta.src_lang}-{meta.tgt_lang}":
+            raise ConfigError(f"--pair {pair}: the model translates {meta.src_lang}-{meta.tgt_lang} only")
+        return meta.src_lang, meta.tgt_lang
+    known = ", ".join("-".join(p) for p in pairs)
+    if not pair:
+        raise ConfigError(f"--format argos: the model is multilingual ({known}) and an Argos package "
+                          "translates one pair; choose it with --pair (one package per pair)")
+    src, _, tgt = pair.partition("-")
+    if (src, tgt) not in pairs:
+        raise ConfigError(f"--pair {pair}: the model translates {known} only")
+    return src, tgt
+
+
+def _one_direction(model: Path, src: str, tgt: str) -> None:
+    """Make an exported multilingual model one of its directions: CTranslate2 itself prepends the
+    target language's tag to every source (config.json: the tag as bos_token, add_source_bos), so a
+    runtime that adds no tag — Argos Translate — gets the language asked for. The manifest says so and
+    describes a model of one pair (mtkit's ct2 engine then adds no tag of its own)."""
+    from mtkit.corpora import tag
+
+    config = json.loads((model / "config.json").read_text(encoding="utf-8"))
+    config.update(bos_token=tag(tgt), add_source_bos=True)
+    (model / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    manifest = json.loads((model / MANIFEST).read_text(encoding="utf-8"))
+    manifest["tokenize"]["source_bos"] = tag(tgt)
+    manifest["direction_of"] = manifest["meta"]["languages"]
+    manifest["meta"].update(languages={}, src_lang=src, tgt_lang=tgt)
+    (model / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _package_argos(loaded: LoadedModel, model: Path, stage: Path, src: str, tgt: str) -> Path:
     """Zip an Argos Translate package: one top directory with metadata.json, model/ (CTranslate2),
     sentencepiece.model and README.md, as `argostranslate.package.install_from_path` expects."""
     meta = loaded.meta
-    name = f"translate-{meta.src_lang}_{meta.tgt_lang}-1_0"
+    name = f"translate-{src}_{tgt}-1_0"
     root = stage / name
     root.mkdir()
     os.replace(model, root / "model")
     shutil.copyfile(root / "model" / meta.src_bpe, root / "sentencepiece.model")
-    src, tgt = meta.src_lang, meta.tgt_lang
     metadata = {
         "package_version": "1.0", "argos_version": "1.9.0", "type": "translate",
         "name": f"{src}→{tgt} (mtkit)", "code": f"translate-{src}_{tgt}",
@@ -349,7 +384,7 @@ def _package_argos(loaded: LoadedModel, model: Path, stage: Path) -> Path:
     (root / "metadata.json").write_text(json.dumps(metadata, indent=2, ensure_ascii=False) + "\n",
                                         encoding="utf-8")
     (root / "README.md").write_text(
-        f"# {meta.src_lang} → {meta.tgt_lang}\n\nA Transformer trained with mtkit {__version__} and exported "
+        f"# {src} → {tgt}\n\nA Transformer trained with mtkit {__version__} and exported "
         f"from {loaded.checkpoint.name} with `mtkit export --format argos`.\n", encoding="utf-8")
     archive = stage / f"{name}.argosmodel"
     with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:

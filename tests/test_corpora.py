@@ -223,8 +223,47 @@ def test_export_keeps_the_tag_per_direction(trained, tmp_path):
         ct2_out = Translator(tmp_path / "ct2", device="cpu", threads=1, tgt_lang=lang).translate(held_out)
         # the same model on two engines: equal but where rounding breaks a near-tie (at most a few lines)
         assert sum(a == b for a, b in zip(torch_out, ct2_out, strict=True)) >= 27
-    with pytest.raises(ConfigError, match=r"--format argos: .* is a multilingual model"):
+
+
+def test_argos_writes_one_package_per_pair(trained, tmp_path):
+    """Argos Translate adds no tag: CTranslate2 adds it (the pair's package asks it to), so the package
+    translates as the model does with --tgt-lang, when run the way Argos runs it."""
+    ct2 = pytest.importorskip("ctranslate2")
+    import json
+    import zipfile
+
+    import sentencepiece as spm
+
+    from mtkit.export import run_export
+
+    with pytest.raises(ConfigError, match=r"translates one pair; choose it with --pair"):
         run_export(trained / "model", tmp_path / "m.argosmodel", fmt="argos")
+    with pytest.raises(ConfigError, match=r"--pair xx-de: the model translates xx-lo, xx-up only"):
+        run_export(trained / "model", tmp_path / "m.argosmodel", fmt="argos", pair="xx-de")
+    held_out = _sentences(random.Random(9), 30)
+    run_export(trained / "model", tmp_path / "ct2", quantization="float32")
+    for lang in ("lo", "up"):
+        package = run_export(trained / "model", tmp_path / f"xx_{lang}.argosmodel", fmt="argos",
+                             pair=f"xx-{lang}")
+        unpacked = tmp_path / f"unpacked-{lang}"
+        with zipfile.ZipFile(package) as zf:
+            zf.extractall(unpacked)
+        (root,) = list(unpacked.iterdir())
+        metadata = json.loads((root / "metadata.json").read_text(encoding="utf-8"))
+        assert (metadata["from_code"], metadata["to_code"]) == ("xx", lang)
+        # as Argos does it: the sentence's pieces only, no tag, no options that add one
+        sp = spm.SentencePieceProcessor(model_file=str(root / "sentencepiece.model"))
+        results = ct2.Translator(str(root / "model"), device="cpu").translate_batch(
+            [sp.encode(s, out_type=str) for s in held_out], beam_size=1)
+        argos_out = [sp.decode(r.hypotheses[0]) for r in results]
+        mtkit_out = Translator(trained / "model", device="cpu", threads=1, precision="fp32",
+                               tgt_lang=lang).translate(held_out)
+        assert sum(a == b for a, b in zip(argos_out, mtkit_out, strict=True)) >= 27  # near-ties aside
+        # mtkit's ct2 engine on the package's model: one pair, the tag added once (by CTranslate2)
+        fixed = ["decoding.max_len_a=0", "decoding.max_len_b=40"]  # (a tag counts in a source's length)
+        packaged = Translator(root / "model", device="cpu", threads=1, overrides=fixed)
+        tagging = Translator(tmp_path / "ct2", device="cpu", threads=1, tgt_lang=lang, overrides=fixed)
+        assert packaged.target_tag is None and packaged.translate(held_out) == tagging.translate(held_out)
 
 
 def test_the_server_answers_each_pair_of_a_multilingual_model(trained, tmp_path):

@@ -153,8 +153,7 @@ class Translator:
         # where the tag goes (data.language_tag): one more source subword, or the decoder's first input
         self.source_tag = self.target_tag is not None and self.meta.languages.get("tag") != "decoder"
         self.start = None if self.target_tag is None or self.source_tag else self.target_tag
-        if self.source_tag:
-            self.max_input_tokens -= 1
+        self.max_input_tokens -= self.source_tag
         self._continuations: list[int] | None = None
         self.glossary = self._load_glossary(opts)
 
@@ -168,9 +167,8 @@ class Translator:
         return twin
 
     def _target_tag(self, tgt_lang: str) -> int | None:
-        """The id of the tag asking for ``tgt_lang`` (`mtkit.corpora`; a source subword, or a target one
-        where the tag is the decoder's first input); None for a model of one language pair, which takes
-        no tag (and no other target language)."""
+        """The id of the tag asking for ``tgt_lang`` (`mtkit.corpora`: a source or a target subword); None
+        for a model of one language pair, which takes no tag (and no other target language)."""
         targets = self.meta.languages.get("tgt", [])
         if not targets:
             if tgt_lang and tgt_lang != self.meta.tgt_lang:
@@ -333,8 +331,7 @@ class Translator:
         return [self.target_tag, *ids] if self.source_tag else ids
 
     def _untagged(self, h: Hypothesis) -> Hypothesis:
-        """A hypothesis of a tagged source as the user sees it: no tag in its tokens (the decoder never
-        should emit one: no target holds one) and no tag column in its attention."""
+        """A hypothesis of a tagged source as the user sees it: no tag in its tokens or attention."""
         keep = [n for n, t in enumerate(h.tokens) if t not in self.tag_ids]
         att = h.attention
         if att is not None:
@@ -379,7 +376,7 @@ class Translator:
                     ids, self.decoding, [it.constraints for it in batch], self.nbest,
                     need_attention, self.search_options.soft_bonus, self._word_pieces(), start=self.start)
             return self.backend.search(ids, self.decoding, self.nbest, need_attention, self.sample,
-                                       start=self.start)
+                                       self.start)
         except Exception as exc:  # noqa: BLE001 - only out-of-memory errors are handled, the rest re-raised
             if not _out_of_memory(exc):
                 raise

@@ -130,6 +130,7 @@ CASES: dict[str, list[Case]] = {
     # several corpora instead of one pair (mtkit.corpora): tagged sources, a languages record
     "data.corpora": [Case("prepare", [CORPUS_XY], also=NO_PAIR)],
     "data.temperature": [Case("prepare", 1.0, {"data.corpora": [CORPUS_XY, CORPUS_XZ], **NO_PAIR})],
+    "data.language_tag": [Case("prepare", "decoder", {"data.corpora": [CORPUS_XY, CORPUS_XZ], **NO_PAIR})],
     "bpe.joint": prep(False),
     "bpe.vocab_size": prep(40),
     "bpe.character_coverage": prep(0.99),  # the five rare characters: < 1 %

@@ -457,3 +457,9 @@ def test_multi_recipe_runs_every_stage_once_then_nothing(tmp_path: Path) -> None
     calls = _make(recipe, log, fake, *args[:1], "TIME=2", *args[2:])  # a longer budget resumes all five
     assert sorted(calls) == sorted(["train"] * 5 + ["translate"] * 12 + ["score"] * 6)
     assert (recipe / "work" / "multi" / "checkpoint_best.pt").read_text() == "8"
+    # the tag as the decoder's first input, against the source tag: one more model at MULTI_TIME
+    calls = _make(recipe, log, fake, *args[:1], "TIME=2", *args[2:], "tags")
+    assert sorted(calls) == sorted(["prepare", "train"] + ["translate"] * 6 + ["score"] * 6)
+    assert (recipe / "work" / "multi-decoder" / "checkpoint_best.pt").read_text() == "8"
+    tags = (recipe / "work" / "tags.txt").read_text()
+    assert tags.count("TABLE") == 6 and tags.count("off-target") == 2

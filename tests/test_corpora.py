@@ -371,3 +371,34 @@ def _metrics(model: Path) -> list[dict]:
     from mtkit.metrics_log import read_metrics
 
     return read_metrics(model / "metrics.jsonl")
+
+
+def test_mrt_candidates_start_from_the_decoder_tag(trained_decoder, tmp_path):
+    """Minimum risk training of a decoder-tagged model: its candidates are searched from each
+    sentence's tag (so they are in the reference's language), and the fine-tuning runs."""
+    import dataclasses
+
+    import torch
+
+    from mtkit.config import load_config
+    from mtkit.data.batching import collate
+    from mtkit.loader import load_model
+    from mtkit.train.mrt import generate
+    from mtkit.train.trainer import train
+
+    model = trained_decoder / "model"
+    loaded = load_model(model, "best")
+    dev = ParallelData(trained_decoder / "data", "dev")
+    batch = collate(dev, list(range(6)))  # interleaved: lo, up, lo, up, …
+    found = generate(loaded.model.eval(), batch.src, loaded.config.decoding, 2, "beam", None,
+                     start=batch.tgt_in[:, 0])
+    bpe = Bpe(trained_decoder / "data" / read_meta(trained_decoder / "data").tgt_bpe)
+    for n, candidates in enumerate(found):  # the best of each: in its sentence's language
+        best = bpe.decode_ids(candidates[:1])[0]
+        assert best.isupper() if n % 2 else best.islower(), best
+    cfg = load_config(model / "config.yaml")  # the parent's, as trained
+    cfg = dataclasses.replace(cfg, training=dataclasses.replace(
+        cfg.training, model_dir=str(tmp_path / "mrt"), objective="mrt", mrt_candidates=3, max_steps=4,
+        validate_every=4, init_from=str(model), lr=1e-4))
+    train(cfg)
+    assert torch.isfinite(torch.tensor(_metrics(tmp_path / "mrt")[-1]["dev_loss"]))

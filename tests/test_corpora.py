@@ -343,6 +343,8 @@ def test_a_decoder_tag_chooses_the_output_language(trained_decoder, tmp_path):
     assert all(out.islower() for out in lower) and all(out.isupper() for out in upper)
     assert sacrebleu.corpus_bleu(upper, [[s.upper() for s in held_out]]).score > 50
     assert sacrebleu.corpus_bleu(lower, [held_out]).score > 50
+    lo = Translator(model, device="cpu", threads=1, tgt_lang="lo")
+    assert lo.for_target("up").translate(held_out) == upper  # the server's twin per direction
     tr = Translator(model, device="cpu", threads=1, tgt_lang="up", nbest=2, beam_size=2)
     assert tr.max_input_tokens == Translator(model, device="cpu", threads=1, tgt_lang="lo").max_input_tokens
     for t in tr.translate_hypotheses(["dog cup hat", "pen. rug jam kit."], need_attention=True):

@@ -216,6 +216,8 @@ def fingerprint(cfg: Config, splits: list[SplitInput]) -> str:
     """Hash of what the outputs depend on: data/bpe settings (not data.dir: a moved data dir stays valid),
     every input file's resolved path, size and mtime, and any reused BPE model."""
     data = {k: v for k, v in dataclasses.asdict(cfg.data).items() if k != "dir"}
+    if data["language_tag"] == "source":  # the default: a data dir prepared before the key stays valid
+        del data["language_tag"]
     files = [_file_id(p) for s in splits for p in (s.src, s.tgt)]
     models = [_file_id(m) for m in _given_models(cfg)]
     return _digest({"version": PREPARE_VERSION, "data": data, "bpe": dataclasses.asdict(cfg.bpe),
@@ -269,7 +271,7 @@ def prepare_bpe(cfg: Config, train: SplitInput, out: Path, console: Console, ret
     plan = bpe_plan(cfg, train)
     stamp_path = out / BPE_STAMP
     stamp = _digest({"version": PREPARE_VERSION, "bpe": dataclasses.asdict(b), "symbols": symbols or [],
-                     "symbols_on_target": symbols_on_target,
+                     **({"symbols_on_target": True} if symbols_on_target else {}),  # earlier stamps hold
                      "train": [_file_id(train.src), _file_id(train.tgt)],
                      "models": [_file_id(m) for m in _given_models(cfg)]})
     current = stamp_path.read_text(encoding="utf-8").strip() if stamp_path.is_file() else ""

@@ -16,7 +16,10 @@ Corpora differ in size, and a model trained on their plain union starves the sma
 sampling (Arivazhagan et al. 2019) gives corpus i the share p_i ∝ q_i^(1/T) of the training pairs,
 q_i being its share of the pairs (times its weight): T = 1 keeps the sizes, larger T evens them out.
 mtkit reaches those shares by repeating the smaller corpora, the one furthest below its share being
-used once, whole: no pair is thrown away, and the BPE model is trained on the same mix, so no
+used once, whole: no pair is thrown away. The shards hold each pair once; each epoch's batches are
+drawn from them by the rule (``train_draws``: each corpus ``times`` over, whole passes plus a sample
+of its pairs drawn afresh every epoch, `mtkit.data.batching.TokenBatchSampler`). The BPE model is
+trained on the same mix (the tagged training text repeats the smaller corpora as an epoch does), so no
 language is starved of subwords either.
 """
 
@@ -119,9 +122,9 @@ def _tagged_pair(c: CorpusConfig, src: str, tgt: str, side: str) -> tuple[str, s
 def write_tagged(corpora: list[CorpusConfig], split: str, out: Path, temperature: float,
                  seed: int, side: str = "source") -> TaggedSplit | None:
     """Write ``split`` of every corpus that has it as OUT/split.src / split.tgt: each pair tagged with
-    its corpus's target language (on ``side``: data.language_tag); the training split
-    temperature-sampled, dev and test once each, the corpora's lines interleaved. None when no corpus
-    has the split."""
+    its corpus's target language (on ``side``: data.language_tag); the training split corpus after
+    corpus, each pair once, with each corpus's temperature repetition (``times``) recorded; dev and test
+    with the corpora's lines interleaved. None when no corpus has the split."""
     chosen = [c for c in corpora if _pairs(c, split)[0]]
     if not chosen:
         return None
@@ -137,19 +140,47 @@ def write_tagged(corpora: list[CorpusConfig], split: str, out: Path, temperature
             result.counts = [{"pair": f"{c.src_lang}-{c.tgt_lang}", "input": len(r), "written": len(r)}
                              for c, r in zip(chosen, rows, strict=True)]
             return result
-        rng, times = random.Random(seed), repeats(sizes, [c.weight for c in chosen], temperature)
+        times = repeats(sizes, [c.weight for c in chosen], temperature)
         for c, n, t in zip(chosen, sizes, times, strict=True):
-            whole = int(t)  # each line this often, and a seeded sample of the lines once more
-            extra = set(rng.sample(range(n), round((t - whole) * n))) if t > whole else set()
-            written = 0
-            for i, (s, g) in enumerate(_read_pairs(c, split)):
+            for s, g in _read_pairs(c, split):
                 ts, tg = _tagged_pair(c, s, g, side)
-                for _ in range(whole + (i in extra)):
-                    fs.write(ts + "\n")
-                    ft.write(tg + "\n")
-                    written += 1
-            result.counts.append({"pair": f"{c.src_lang}-{c.tgt_lang}", "input": n, "written": written})
+                fs.write(ts + "\n")
+                ft.write(tg + "\n")
+            result.counts.append({"pair": f"{c.src_lang}-{c.tgt_lang}", "input": n, "written": n,
+                                  "times": t})
     return result
+
+
+def bpe_sample(split: TaggedSplit, seed: int) -> TaggedSplit:
+    """The tagged training text as one epoch draws it (each corpus ``times`` over: whole passes and a
+    seeded sample), for training the BPE model on the same mix as the model: OUT/bpe.src / bpe.tgt."""
+    rng = random.Random(seed)
+    sample = TaggedSplit(split.src.with_name("bpe.src"), split.tgt.with_name("bpe.tgt"))
+    with (open(split.src, encoding="utf-8") as fs, open(split.tgt, encoding="utf-8") as ft,
+          open(sample.src, "w", encoding="utf-8") as out_s, open(sample.tgt, "w", encoding="utf-8") as out_t):
+        pairs = zip(fs, ft, strict=False)
+        for count in split.counts:
+            n, t = count["input"], count["times"]
+            whole = int(t)
+            extra = set(rng.sample(range(n), round((t - whole) * n))) if t > whole else set()
+            for i, (s, g) in enumerate(itertools.islice(pairs, n)):
+                for _ in range(whole + (i in extra)):
+                    out_s.write(s)
+                    out_t.write(g)
+    return sample
+
+
+def train_draws(langs: dict[str, Any], kept: int) -> list[tuple[int, int, float]]:
+    """Each corpus's (first, end, times) in a prepared training split of ``kept`` pairs (the corpora
+    lie one after the other), for drawing each epoch's sentences; [] for a model of one pair or a data
+    directory whose shards already repeat the corpora (prepared before the draws were per epoch)."""
+    counts = langs.get("train") or []
+    if not counts or any("kept" not in c or "times" not in c for c in counts):
+        return []
+    if sum(c["kept"] for c in counts) != kept:
+        return []
+    ends = list(itertools.accumulate(c["kept"] for c in counts))
+    return [(end - c["kept"], end, float(c["times"])) for c, end in zip(counts, ends, strict=True)]
 
 
 def line_directions(langs: dict[str, Any], split: str, kept: int, n: int) -> list[str] | None:
@@ -178,5 +209,5 @@ def split_tags(lines: list[str], tag_ids: dict[str, int]) -> tuple[list[str], li
     return texts, ids
 
 
-__all__ = ["LANGUAGE", "TaggedSplit", "check_corpora", "languages", "line_directions", "repeats",
-           "split_tags", "tag", "write_tagged"]
+__all__ = ["LANGUAGE", "TaggedSplit", "bpe_sample", "check_corpora", "languages", "line_directions",
+           "repeats", "split_tags", "tag", "train_draws", "write_tagged"]

@@ -17,8 +17,10 @@ fingerprint (bpe.fingerprint), so changing only a filter setting re-encodes with
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -34,7 +36,7 @@ from rich.progress import Progress
 from mtkit import __version__
 from mtkit.bpe import Bpe, train_bpe
 from mtkit.config import CONFIG_FILE, BpeConfig, Config, DataConfig, save_config
-from mtkit.corpora import languages, split_tags, tag, write_tagged
+from mtkit.corpora import bpe_sample, languages, split_tags, tag, write_tagged
 from mtkit.data.meta import META_FILE, DataMeta, read_meta, write_meta
 from mtkit.data.shards import ShardWriter, token_dtype
 from mtkit.data.split_stats import SplitStats, print_summary, progress_display
@@ -75,7 +77,9 @@ def prepare(cfg: Config, force: bool = False, console: Console | None = None) ->
                       for s in SPLITS}
             splits = [SplitInput(s, str(t.src), str(t.tgt)) for s, t in tagged.items() if t is not None]
             record = {**languages(corpora, side), **{s: t.counts for s, t in tagged.items() if t is not None}}
-            return _prepare(cfg, splits, fp, force, console, record)
+            mix = bpe_sample(tagged["train"], cfg.bpe.seed)  # BPE learns from the mix an epoch draws
+            return _prepare(cfg, splits, fp, force, console, record, SplitInput("train", str(mix.src),
+                                                                                str(mix.tgt)))
     splits = input_splits(cfg.data)
     bpe_plan(cfg, splits[0])  # config mistakes surface before any work
     fp = fingerprint(cfg, splits)
@@ -90,15 +94,18 @@ def _up_to_date(console: Console, out: Path) -> DataMeta:
 
 
 def _prepare(cfg: Config, splits: list[SplitInput], fp: str, force: bool, console: Console,
-             langs: dict[str, Any]) -> DataMeta:
-    """Check, BPE, encode and write; ``langs``: the languages of a multilingual model ({} otherwise)."""
+             langs: dict[str, Any], bpe_train: SplitInput | None = None) -> DataMeta:
+    """Check, BPE, encode and write; ``langs``: the languages of a multilingual model ({} otherwise),
+    whose training corpora's kept pairs are added to it; ``bpe_train``: BPE's text, if not the
+    training split's."""
+    bpe_train = bpe_train or splits[0]
     out = Path(cfg.data.dir)
     started = time.perf_counter()
     for s in splits:  # read-only checks first: a failure here leaves an existing data dir intact
         s.lines = check_pair(s)
     if out.exists() and not out.is_dir():
         raise DataError(f"data.dir {out} exists and is not a directory")
-    reusable = [BPE_STAMP] + [n for name, _, _ in bpe_plan(cfg, splits[0])
+    reusable = [BPE_STAMP] + [n for name, _, _ in bpe_plan(cfg, bpe_train)
                               for n in (name, str(Path(name).with_suffix(".vocab")))]
     shards = [name for split in SPLITS for name in _shard_files(split)]
     tags = [tag(lang) for lang in langs.get("tgt", [])]
@@ -106,7 +113,7 @@ def _prepare(cfg: Config, splits: list[SplitInput], fp: str, force: bool, consol
     # built beside data.dir and moved in on success: a failure never damages a good data directory
     with staged_directory(out, seed=reusable, stale=shards, last=META_FILE) as stage:
         bpe_started = time.perf_counter()
-        (src_name, src_bpe), (tgt_name, tgt_bpe) = prepare_bpe(cfg, splits[0], stage, console, retrain=force,
+        (src_name, src_bpe), (tgt_name, tgt_bpe) = prepare_bpe(cfg, bpe_train, stage, console, retrain=force,
                                                                symbols=tags, symbols_on_target=on_target)
         bpe_seconds = time.perf_counter() - bpe_started
         tagging, tagging_name = (tgt_bpe, tgt_name) if on_target else (src_bpe, src_name)
@@ -117,8 +124,12 @@ def _prepare(cfg: Config, splits: list[SplitInput], fp: str, force: bool, consol
         with progress_display(console) as progress:
             for s in splits:
                 apply_filter = s.name == "train" or cfg.data.filter_dev
+                groups = [c["input"] for c in langs.get(s.name, [])] if s.name == "train" else []
                 stats[s.name] = encode_split(s, src_bpe, tgt_bpe, stage, dtype, cfg.data, apply_filter,
-                                             progress, tag_ids, on_target)
+                                             progress, tag_ids, on_target, groups)
+                for count, kept in zip(langs.get(s.name, []) if groups else [], stats[s.name].kept_by_group,
+                                       strict=True):
+                    count["kept"] = kept  # where each corpus lies in the shards (mtkit.corpora.train_draws)
         for s in splits:
             if stats[s.name].sentences == 0:
                 raise DataError(f"{s.name}: every pair was filtered out of {s.src} / {s.tgt}; check "
@@ -216,6 +227,8 @@ def fingerprint(cfg: Config, splits: list[SplitInput]) -> str:
     """Hash of what the outputs depend on: data/bpe settings (not data.dir: a moved data dir stays valid),
     every input file's resolved path, size and mtime, and any reused BPE model."""
     data = {k: v for k, v in dataclasses.asdict(cfg.data).items() if k != "dir"}
+    if data["corpora"]:  # since the shards hold each pair once and epochs draw the repetitions
+        data["draws"] = "per epoch"
     if data["language_tag"] == "source":  # the default: a data dir prepared before the key stays valid
         del data["language_tag"]
     files = [_file_id(p) for s in splits for p in (s.src, s.tgt)]
@@ -337,16 +350,19 @@ def reject_reason(src_len: int, tgt_len: int, data: DataConfig) -> str | None:
 
 def encode_split(s: SplitInput, src_bpe: Bpe, tgt_bpe: Bpe, out: Path, dtype: Any, data: DataConfig,
                  apply_filter: bool, progress: Progress, tag_ids: dict[str, int] | None = None,
-                 on_target: bool = False) -> SplitStats:
+                 on_target: bool = False, groups: list[int] | None = None) -> SplitStats:
     """Stream one split through BPE into its two shards; dev/test keep pairs with an empty side. With
     ``tag_ids``, a source line's leading language tag (a target line's, ``on_target``) becomes that
-    one id (`mtkit.corpora`); a target's tag counts for no filter."""
+    one id (`mtkit.corpora`); a target's tag counts for no filter. ``groups``: the line counts of
+    consecutive corpora, whose kept pairs are counted (``stats.kept_by_group``)."""
     started = time.perf_counter()
     stats = SplitStats()
     task = progress.add_task(f"{s.name:5}", total=s.lines)
     writers = {side: ShardWriter(out / f"{s.name}.{side}", dtype) for side in SIDES}
     # equal lengths were checked by check_pair; a file changed since is caught by the count below
     pairs = zip(read_lines(s.src), read_lines(s.tgt), strict=False)
+    ends = list(itertools.accumulate(groups or []))  # each corpus's first line after it
+    stats.kept_by_group = [0] * len(ends)
     for batch in chunked(pairs, CHUNK_LINES):
         texts, leads = split_tags([p[1 if on_target else 0] for p in batch], tag_ids or {})
         tagging_bpe = tgt_bpe if on_target else src_bpe
@@ -354,13 +370,15 @@ def encode_split(s: SplitInput, src_bpe: Bpe, tgt_bpe: Bpe, out: Path, dtype: An
                   for lead, ids in zip(leads, tagging_bpe.encode_ids(texts), strict=True)]
         other = (src_bpe if on_target else tgt_bpe).encode_ids([p[0 if on_target else 1] for p in batch])
         src_ids, tgt_ids = (other, tagged) if on_target else (tagged, other)
-        for src, tgt in zip(src_ids, tgt_ids, strict=True):
+        for line, (src, tgt) in enumerate(zip(src_ids, tgt_ids, strict=True), stats.input_sentences):
             reason = reject_reason(len(src), len(tgt) - on_target, data) if apply_filter else None
             if reason is not None:
                 stats.dropped[reason] += 1
                 continue
             if not src or len(tgt) == on_target:
                 stats.empty_kept += 1
+            if ends:
+                stats.kept_by_group[bisect.bisect_right(ends, line)] += 1
             writers["src"].add(src)
             writers["tgt"].add(tgt)
         stats.input_sentences += len(batch)

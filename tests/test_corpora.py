@@ -10,12 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import sacrebleu
 
 from mtkit.bpe import Bpe
 from mtkit.config import from_dict
 from mtkit.corpora import line_directions, repeats, tag
+from mtkit.data.batching import sampler_for
 from mtkit.data.meta import read_meta
 from mtkit.data.shards import ParallelData
 from mtkit.errors import ConfigError, DataError
@@ -92,21 +94,32 @@ def test_repeats_follow_the_temperature():
 
 
 # ------------------------------------------------------------------------------------- prepare
-def test_prepare_tags_every_source_and_repeats_the_small_corpus(tmp_path):
+def test_prepare_tags_every_source_and_epochs_repeat_the_small_corpus(tmp_path):
     corpora = _corpora(tmp_path, sizes=(400, 100))
     meta = prepare(_config(tmp_path, corpora))
     assert meta.languages["src"] == ["xx"] and meta.languages["tgt"] == ["lo", "up"]
     assert meta.languages["pairs"] == [["xx", "lo"], ["xx", "up"]]
     lo, up = meta.languages["train"]
     times = repeats([400, 100], [1.0, 1.0], 5.0)[1]
-    assert lo == {"pair": "xx-lo", "input": 400, "written": 400}
-    assert up["input"] == 100 and up["written"] == round(times * 100)  # whole passes + a seeded sample
+    assert lo == {"pair": "xx-lo", "input": 400, "written": 400, "kept": 400, "times": 1.0}
+    assert up["kept"] == 100 and up["times"] == pytest.approx(times) and times > 2
     bpe = Bpe(tmp_path / "data" / meta.src_bpe)
     ids = {lang: bpe.piece_ids([tag(lang)], "bpe")[tag(lang)] for lang in ("lo", "up")}
     train_data = ParallelData(tmp_path / "data", "train")
     src, tgt = train_data.src, train_data.tgt
-    firsts = [int(src[i][0]) for i in range(len(src))]
-    assert firsts.count(ids["lo"]) == 400 and firsts.count(ids["up"]) == up["written"]
+    firsts = [int(src[i][0]) for i in range(len(src))]  # the shards hold each pair once, corpus by corpus
+    assert firsts == [ids["lo"]] * 400 + [ids["up"]] * 100
+    # each epoch draws the small corpus `times` over: its whole passes, and a part drawn afresh
+    sampler = sampler_for(train_data, max_tokens=200, seed=3)
+    epochs = [np.concatenate(sampler.epoch_batches(e)) for e in (0, 1)]
+    whole = int(times)
+    for drawn in epochs:
+        counts = np.bincount(drawn, minlength=500)
+        assert (counts[:400] == 1).all() and counts[400:].sum() == round(times * 100)
+        assert set(counts[400:].tolist()) == {whole, whole + 1}
+    extra = [set(np.flatnonzero(np.bincount(d, minlength=500) == whole + 1)) for d in epochs]
+    assert extra[0] != extra[1]  # a different partial pass each epoch
+    assert np.array_equal(np.concatenate(sampler_for(train_data, 200, seed=3).epoch_batches(1)), epochs[1])
     tag_ids = set(ids.values())
     for i in range(len(src)):  # a tag starts each source and nothing else, and no target holds one
         assert not tag_ids & {int(t) for t in src[i][1:]} and not tag_ids & {int(t) for t in tgt[i]}

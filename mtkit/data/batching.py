@@ -14,6 +14,11 @@ then steps of an eighth of the next power of two) and its row count is the bucke
 are grouped by bucket instead of sorted one by one. A GPU then sees ~16 shapes instead of thousands,
 so each kernel choice, allocation and captured CUDA graph is made once per shape, not once per batch.
 
+A multilingual model's training split holds each corpus once, and its repetitions by temperature
+(`mtkit.corpora`) are drawn per epoch (``draws``: each corpus's sentences ``times`` over, whole passes
+plus a sample drawn from the same (seed, epoch) generator), so every epoch has the temperature's
+shares and the partial pass of a corpus differs from epoch to epoch.
+
 Resumption needs no saved list: the position is (epoch, index of the next batch), and
 ``epoch_batches(epoch)`` rebuilds the identical list from the seed. Only the length arrays are held
 in memory (numpy, 4 bytes a sentence), with the batch lists (4 bytes a sentence); tokens are read
@@ -22,6 +27,7 @@ from the shard files when a batch is collated.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -113,7 +119,8 @@ class TokenBatchSampler:
     """
 
     def __init__(self, src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: int, seed: int = 1,
-                 shuffle: bool = True, rank: int = 0, world_size: int = 1, buckets: bool = False):
+                 shuffle: bool = True, rank: int = 0, world_size: int = 1, buckets: bool = False,
+                 draws: Sequence[tuple[int, int, float]] = ()):
         if max_tokens < 1:
             raise ValueError("max_tokens must be positive")
         self.src_lengths = np.asarray(src_lengths)  # as compact as the shards keep them
@@ -125,6 +132,7 @@ class TokenBatchSampler:
         self.rank = rank
         self.world_size = world_size
         self.buckets = buckets
+        self.draws = list(draws)  # (first, end, times) of each corpus: sentences drawn per epoch
         self._cache: tuple[int, list[np.ndarray]] | None = None
 
     def __len__(self) -> int:
@@ -138,11 +146,27 @@ class TokenBatchSampler:
             return pack(order, self.lengths, self.max_tokens)
         rng = np.random.default_rng([self.seed, epoch])
         # rng.permutation(n) drawn into 4-byte indices (the same permutation, half the memory)
-        perm = np.arange(len(self.lengths), dtype=_index_dtype(len(self.lengths)))
+        perm = self._drawn(rng) if self.draws else np.arange(len(self.lengths),
+                                                             dtype=_index_dtype(len(self.lengths)))
         rng.shuffle(perm)
         order = perm if self.buckets else perm[np.argsort(self.lengths[perm], kind="stable")]
         batches = pack(order, self.lengths, self.max_tokens)
         return [batches[i] for i in rng.permutation(len(batches))]
+
+    def _drawn(self, rng: np.random.Generator) -> np.ndarray:
+        """The epoch's sentences: each corpus ``times`` over (its whole passes, then a sample of it
+        without replacement for the fraction); sentences outside every corpus once."""
+        dtype = _index_dtype(len(self.lengths))
+        parts, covered = [], np.zeros(len(self.lengths), dtype=bool)
+        for first, end, times in self.draws:
+            ids = np.arange(first, end, dtype=dtype)
+            covered[first:end] = True
+            parts.extend([ids] * int(times))
+            extra = round((times - int(times)) * len(ids))
+            if extra:
+                parts.append(np.sort(rng.choice(ids, extra, replace=False)))
+        parts.append(np.flatnonzero(~covered).astype(dtype))
+        return np.concatenate(parts)
 
     def batch_shape(self, batch: np.ndarray) -> tuple[int, int] | None:
         """(rows, length) that `batch` is padded to under buckets; None without them."""
@@ -243,5 +267,9 @@ def collate(data: ParallelData, ids: np.ndarray, shape: tuple[int, int] | None =
 
 def sampler_for(data: ParallelData, max_tokens: int, seed: int = 1, shuffle: bool = True,
                 rank: int = 0, world_size: int = 1, buckets: bool = False) -> TokenBatchSampler:
+    """The training sampler of ``data``: a multilingual split's corpora drawn per epoch by temperature."""
+    from mtkit.corpora import train_draws
+
+    draws = train_draws(data.meta.languages, len(data)) if shuffle else []
     return TokenBatchSampler(data.src.lengths, data.tgt.lengths, max_tokens, seed, shuffle, rank, world_size,
-                             buckets)
+                             buckets, draws)

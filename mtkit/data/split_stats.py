@@ -38,6 +38,7 @@ class SplitStats:
     src_tokens: int = 0
     tgt_tokens: int = 0
     dropped: Counter = field(default_factory=Counter)
+    kept_by_group: list[int] = field(default_factory=list)  # per corpus of a multilingual training split
     empty_kept: int = 0  # dev/test pairs with an empty side, kept so line numbers match the raw files
     seconds: float = 0.0
 

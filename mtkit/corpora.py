@@ -26,12 +26,13 @@ language is starved of subwords either.
 from __future__ import annotations
 
 import itertools
-import random
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from mtkit.config_data import CorpusConfig, DataConfig
 from mtkit.errors import ConfigError
@@ -151,22 +152,30 @@ def write_tagged(corpora: list[CorpusConfig], split: str, out: Path, temperature
     return result
 
 
+def epoch_draw(first: int, end: int, times: float, rng: np.random.Generator,
+               dtype: type = np.int64) -> np.ndarray:
+    """One epoch's sentences of the corpus at [first, end) of a training split: each of them
+    ``int(times)`` over, then a sample of them (without replacement, in order) for the fraction."""
+    ids = np.arange(first, end, dtype=dtype)
+    extra = round((times - int(times)) * len(ids))
+    sample = np.sort(rng.choice(ids, extra, replace=False)) if extra else ids[:0]
+    return np.concatenate([*[ids] * int(times), sample])
+
+
 def bpe_sample(split: TaggedSplit, seed: int) -> TaggedSplit:
-    """The tagged training text as one epoch draws it (each corpus ``times`` over: whole passes and a
-    seeded sample), for training the BPE model on the same mix as the model: OUT/bpe.src / bpe.tgt."""
-    rng = random.Random(seed)
+    """The tagged training text as one epoch draws it (``epoch_draw`` of each corpus), for training the
+    BPE model on the same mix as the model: OUT/bpe.src / bpe.tgt."""
+    rng = np.random.default_rng(seed)
     sample = TaggedSplit(split.src.with_name("bpe.src"), split.tgt.with_name("bpe.tgt"))
     with (open(split.src, encoding="utf-8") as fs, open(split.tgt, encoding="utf-8") as ft,
           open(sample.src, "w", encoding="utf-8") as out_s, open(sample.tgt, "w", encoding="utf-8") as out_t):
         pairs = zip(fs, ft, strict=False)
         for count in split.counts:
-            n, t = count["input"], count["times"]
-            whole = int(t)
-            extra = set(rng.sample(range(n), round((t - whole) * n))) if t > whole else set()
-            for i, (s, g) in enumerate(itertools.islice(pairs, n)):
-                for _ in range(whole + (i in extra)):
-                    out_s.write(s)
-                    out_t.write(g)
+            n = count["input"]
+            uses = np.bincount(epoch_draw(0, n, count["times"], rng), minlength=n)
+            for (s, g), k in zip(itertools.islice(pairs, n), uses.tolist(), strict=True):
+                out_s.write(s * k)
+                out_t.write(g * k)
     return sample
 
 
@@ -209,5 +218,5 @@ def split_tags(lines: list[str], tag_ids: dict[str, int]) -> tuple[list[str], li
     return texts, ids
 
 
-__all__ = ["LANGUAGE", "TaggedSplit", "bpe_sample", "check_corpora", "languages", "line_directions",
-           "repeats", "split_tags", "tag", "train_draws", "write_tagged"]
+__all__ = ["LANGUAGE", "TaggedSplit", "bpe_sample", "check_corpora", "epoch_draw", "languages",
+           "line_directions", "repeats", "split_tags", "tag", "train_draws", "write_tagged"]

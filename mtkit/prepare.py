@@ -124,11 +124,10 @@ def _prepare(cfg: Config, splits: list[SplitInput], fp: str, force: bool, consol
         with progress_display(console) as progress:
             for s in splits:
                 apply_filter = s.name == "train" or cfg.data.filter_dev
-                groups = [c["input"] for c in langs.get(s.name, [])] if s.name == "train" else []
+                corpora = langs.get("train", []) if s.name == "train" else []
                 stats[s.name] = encode_split(s, src_bpe, tgt_bpe, stage, dtype, cfg.data, apply_filter,
-                                             progress, tag_ids, on_target, groups)
-                for count, kept in zip(langs.get(s.name, []) if groups else [], stats[s.name].kept_by_group,
-                                       strict=True):
+                                             progress, tag_ids, on_target, [c["input"] for c in corpora])
+                for count, kept in zip(corpora, stats[s.name].kept_by_group, strict=True):
                     count["kept"] = kept  # where each corpus lies in the shards (mtkit.corpora.train_draws)
         for s in splits:
             if stats[s.name].sentences == 0:
@@ -363,12 +362,12 @@ def encode_split(s: SplitInput, src_bpe: Bpe, tgt_bpe: Bpe, out: Path, dtype: An
     pairs = zip(read_lines(s.src), read_lines(s.tgt), strict=False)
     ends = list(itertools.accumulate(groups or []))  # each corpus's first line after it
     stats.kept_by_group = [0] * len(ends)
+    tagged_side, tagging_bpe, other_bpe = (1, tgt_bpe, src_bpe) if on_target else (0, src_bpe, tgt_bpe)
     for batch in chunked(pairs, CHUNK_LINES):
-        texts, leads = split_tags([p[1 if on_target else 0] for p in batch], tag_ids or {})
-        tagging_bpe = tgt_bpe if on_target else src_bpe
+        texts, leads = split_tags([p[tagged_side] for p in batch], tag_ids or {})
         tagged = [ids if lead is None else [lead, *ids]
                   for lead, ids in zip(leads, tagging_bpe.encode_ids(texts), strict=True)]
-        other = (src_bpe if on_target else tgt_bpe).encode_ids([p[0 if on_target else 1] for p in batch])
+        other = other_bpe.encode_ids([p[1 - tagged_side] for p in batch])
         src_ids, tgt_ids = (other, tagged) if on_target else (tagged, other)
         for line, (src, tgt) in enumerate(zip(src_ids, tgt_ids, strict=True), stats.input_sentences):
             reason = reject_reason(len(src), len(tgt) - on_target, data) if apply_filter else None

@@ -152,7 +152,6 @@ class Translator:
         self.target_tag = self._target_tag(opts.tgt_lang)
         # where the tag goes (data.language_tag): one more source subword, or the decoder's first input
         self.source_tag = self.target_tag is not None and self.meta.languages.get("tag") != "decoder"
-        self.start = None if self.target_tag is None or self.source_tag else self.target_tag
         self.max_input_tokens -= self.source_tag
         self._continuations: list[int] | None = None
         self.glossary = self._load_glossary(opts)
@@ -163,7 +162,6 @@ class Translator:
         twin = copy.copy(self)
         twin.decoding = dataclasses.replace(self.decoding)
         twin.target_tag = twin._target_tag(tgt_lang)
-        twin.start = None if twin.start is None else twin.target_tag
         return twin
 
     def _target_tag(self, tgt_lang: str) -> int | None:
@@ -370,13 +368,13 @@ class Translator:
         """Search one batch; a batch the device has no memory for is searched in halves (each
         sentence is searched on its own rows, so halves find what the whole would, up to rounding)."""
         ids = [it.ids for it in batch]
+        start = None if self.source_tag else self.target_tag  # a decoder-side tag, or BOS (None)
         try:
             if constrained:
                 return self.backend.search_constrained(  # type: ignore[attr-defined]
                     ids, self.decoding, [it.constraints for it in batch], self.nbest,
-                    need_attention, self.search_options.soft_bonus, self._word_pieces(), start=self.start)
-            return self.backend.search(ids, self.decoding, self.nbest, need_attention, self.sample,
-                                       self.start)
+                    need_attention, self.search_options.soft_bonus, self._word_pieces(), start=start)
+            return self.backend.search(ids, self.decoding, self.nbest, need_attention, self.sample, start)
         except Exception as exc:  # noqa: BLE001 - only out-of-memory errors are handled, the rest re-raised
             if not _out_of_memory(exc):
                 raise

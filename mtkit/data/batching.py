@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mtkit.corpora import epoch_draw, train_draws
 from mtkit.data.shards import ParallelData
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
@@ -159,12 +160,8 @@ class TokenBatchSampler:
         dtype = _index_dtype(len(self.lengths))
         parts, covered = [], np.zeros(len(self.lengths), dtype=bool)
         for first, end, times in self.draws:
-            ids = np.arange(first, end, dtype=dtype)
             covered[first:end] = True
-            parts.extend([ids] * int(times))
-            extra = round((times - int(times)) * len(ids))
-            if extra:
-                parts.append(np.sort(rng.choice(ids, extra, replace=False)))
+            parts.append(epoch_draw(first, end, times, rng, dtype))
         parts.append(np.flatnonzero(~covered).astype(dtype))
         return np.concatenate(parts)
 
@@ -268,8 +265,6 @@ def collate(data: ParallelData, ids: np.ndarray, shape: tuple[int, int] | None =
 def sampler_for(data: ParallelData, max_tokens: int, seed: int = 1, shuffle: bool = True,
                 rank: int = 0, world_size: int = 1, buckets: bool = False) -> TokenBatchSampler:
     """The training sampler of ``data``: a multilingual split's corpora drawn per epoch by temperature."""
-    from mtkit.corpora import train_draws
-
     draws = train_draws(data.meta.languages, len(data)) if shuffle else []
     return TokenBatchSampler(data.src.lengths, data.tgt.lengths, max_tokens, seed, shuffle, rank, world_size,
                              buckets, draws)

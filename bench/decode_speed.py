@@ -24,7 +24,7 @@ import torch  # noqa: E402
 
 T_TORCH = time.perf_counter()
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from mtkit.translator import Translator  # noqa: E402
+from mtkit.decode.translator import Translator  # noqa: E402
 
 T_MTKIT = time.perf_counter()
 

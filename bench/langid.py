@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`python bench/langid.py`: how well and how fast `mtkit serve` identifies languages (/detect and
-``source: auto``, mtkit/langid.py with py3langid).
+``source: auto``, mtkit/decode/langid.py with py3langid).
 
 Accuracy per language on the dev sets of the Debian corpora (DATA, default ../shared/data beside the
 repo: deb-en-de/dev.en and dev.de, deb-en-es/dev.en and dev.es; sentences of at least 3 words, as
@@ -30,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from mtkit.langid import LanguageIdentifier  # noqa: E402
+from mtkit.decode.langid import LanguageIdentifier  # noqa: E402
 
 SERVED = ("en", "de", "es")
 FILES = {"en": ("deb-en-de/dev.en", "deb-en-es/dev.en"), "de": ("deb-en-de/dev.de",),
@@ -78,9 +78,9 @@ def identifier_cost(identifier: LanguageIdentifier, texts: list[str]) -> float:
 
 def tiny_model(root: Path, source: str) -> Path:
     """A random model directory translating from ``source`` (what /detect reads is its language)."""
-    from mtkit.bpe import Bpe, train_bpe
     from mtkit.checkpoint import save_checkpoint
-    from mtkit.config import Config, ModelConfig, to_dict
+    from mtkit.config.experiment import Config, ModelConfig, to_dict
+    from mtkit.data.bpe import Bpe, train_bpe
     from mtkit.models import build_model
 
     root.mkdir(parents=True)
@@ -107,8 +107,8 @@ def detect_cost(texts: list[str]) -> tuple[float, float, float]:
     the mean of as many ``GET /health`` requests, what the HTTP stack alone costs in process."""
     from fastapi.testclient import TestClient
 
+    from mtkit.decode.translator import LoadOptions
     from mtkit.serve import ServeOptions, build_app
-    from mtkit.translator import LoadOptions
 
     with tempfile.TemporaryDirectory() as tmp:
         models = [tiny_model(Path(tmp) / lang, lang) for lang in SERVED]

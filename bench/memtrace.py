@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import run as bench  # noqa: E402
 
 import mtkit.train.trainer as trainer  # noqa: E402
-from mtkit.config import load_config  # noqa: E402
+from mtkit.config.experiment import load_config  # noqa: E402
 from mtkit.device import bound_kernel_caches  # noqa: E402
 from mtkit.train.runtime import resident_mib  # noqa: E402
 

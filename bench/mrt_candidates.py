@@ -21,15 +21,15 @@ import argparse
 import numpy as np
 import torch
 
-from mtkit.bpe import Bpe
 from mtkit.data.batching import collate
+from mtkit.data.bpe import Bpe
 from mtkit.data.shards import ParallelData
+from mtkit.decode.loader import load_model
+from mtkit.decode.search import search
+from mtkit.decode.translation import Hypothesis
 from mtkit.device import autocast, autocast_dtype, resolve_device
-from mtkit.loader import load_model
-from mtkit.search import search
 from mtkit.train.costs import sentence_costs
 from mtkit.train.mrt import _references, candidate_decoding
-from mtkit.translation import Hypothesis
 
 
 def main() -> None:

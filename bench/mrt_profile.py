@@ -89,7 +89,7 @@ def main() -> None:
             print(table.table(sort_by="self_cuda_time_total", row_limit=12), flush=True)
 
     mrt.MrtUpdater.update = timed_update
-    from mtkit.cli import app
+    from mtkit.cli.app import app
 
     sys.argv = ["mtkit", "train", *train_args]
     app()

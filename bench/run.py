@@ -407,7 +407,7 @@ def bench_paragraphs(args: argparse.Namespace, files: dict[str, Path]) -> dict[s
     (args.work / "paragraphs").mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {}
     for name, (model, undertrained) in models.items():
-        from mtkit.bpe import Bpe
+        from mtkit.data.bpe import Bpe
 
         bpe = Bpe(model / json.loads((model / "meta.json").read_text(encoding="utf-8"))["src_bpe"])
         checkpoint = "best" if (model / "checkpoint_best.pt").is_file() else "last"

@@ -59,14 +59,14 @@ def loss_blocks(modes: list[str]) -> None:
 
 def validation_phase(model_dir: str, phase: str, budget: int) -> None:
     """One phase in this process; prints the rise of the resident size over it and its seconds."""
-    from mtkit.bpe import Bpe
     from mtkit.checkpoint import load_checkpoint
-    from mtkit.config import load_config
+    from mtkit.config.experiment import load_config
     from mtkit.data.batching import collate
+    from mtkit.data.bpe import Bpe
     from mtkit.data.shards import ParallelData
+    from mtkit.decode.search import search
     from mtkit.device import bound_kernel_caches
     from mtkit.models import build_model
-    from mtkit.search import search
     from mtkit.train import validation
     from mtkit.train.loss import label_smoothed_nll, projected_label_smoothed_nll
     from mtkit.train.runtime import resident_mib

@@ -11,7 +11,7 @@ rather than producing a model that translates differently.
 mtkit's sinusoids interleave sin and cos (PE[2i] = sin, PE[2i+1] = cos) where CTranslate2's built-in
 ones put all sines first, so the table itself is exported, as CTranslate2's explicit position
 encodings. An exported directory holds the CTranslate2 files, the sentencepiece model(s) and
-``mtkit_export.json`` (`mtkit.ct2`), so `mtkit translate -m DIR` runs it with mtkit's own pre- and
+``mtkit_export.json`` (`mtkit.decode.ct2`), so `mtkit translate -m DIR` runs it with mtkit's own pre- and
 post-processing. Outputs are built beside their target and renamed into place.
 """
 
@@ -32,13 +32,13 @@ from typing import Any
 import numpy as np
 
 from mtkit import __version__
-from mtkit.bpe import Bpe
-from mtkit.config import ModelConfig, to_dict
-from mtkit.ct2 import FORMAT, FORMAT_VERSION, MANIFEST, VMAP, is_exported, require_ctranslate2
+from mtkit.config.experiment import ModelConfig, to_dict
+from mtkit.data.bpe import Bpe
 from mtkit.data.meta import read_meta
+from mtkit.decode.ct2 import FORMAT, FORMAT_VERSION, MANIFEST, VMAP, is_exported, require_ctranslate2
+from mtkit.decode.loader import LoadedModel, load_model
+from mtkit.decode.shortlist import build_shortlist, write_vmap
 from mtkit.errors import ConfigError, MtkitError
-from mtkit.loader import LoadedModel, load_model
-from mtkit.shortlist import build_shortlist, write_vmap
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 FORMATS = ("ct2", "argos")
@@ -61,7 +61,7 @@ _EXPRESSIBLE: dict[str, tuple[Any, ...] | None] = {
 
 @dataclass
 class ShortlistOptions:
-    """``mtkit export --shortlist K``: a vocabulary map for the ct2 engine (`mtkit.shortlist`)."""
+    """``mtkit export --shortlist K``: a vocabulary map for the ct2 engine (`mtkit.decode.shortlist`)."""
 
     per_source: int = 0  # target subwords per source subword; 0 = no shortlist
     frequent: int = 500  # most frequent target subwords, always allowed
@@ -355,7 +355,7 @@ def _one_direction(model: Path, src: str, tgt: str) -> None:
     target language's tag to every source (config.json: the tag as bos_token, add_source_bos), so a
     runtime that adds no tag — Argos Translate — gets the language asked for. The manifest says so and
     describes a model of one pair (mtkit's ct2 engine then adds no tag of its own)."""
-    from mtkit.corpora import tag
+    from mtkit.data.corpora import tag
 
     config = json.loads((model / "config.json").read_text(encoding="utf-8"))
     config.update(bos_token=tag(tgt), add_source_bos=True)

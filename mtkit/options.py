@@ -2,10 +2,10 @@
 ``SearchOptions`` (how it searches).
 
 They live below the translator and its engines because both sides read them: the Translator takes
-them from its caller and hands ``LoadOptions`` to the engine it opens (`mtkit.engine`,
-`mtkit.torch_engine`, `mtkit.ct2`). Here, the engines need not import the translator that imports
-them. Both are runtime choices: nothing here is read from, or written to, a checkpoint.
-`mtkit.translator` re-exports them, and ``from mtkit import LoadOptions`` works too.
+them from its caller and hands ``LoadOptions`` to the engine it opens (`mtkit.decode.engine`,
+`mtkit.decode.torch_engine`, `mtkit.decode.ct2`). Here, the engines need not import the translator
+that imports them. Both are runtime choices: nothing here is read from, or written to, a checkpoint.
+`mtkit.decode.translator` re-exports them, and ``from mtkit import LoadOptions`` works too.
 """
 
 from __future__ import annotations
@@ -39,11 +39,11 @@ class SearchOptions:
     sample: bool = False
     seed: int | None = None
     attention_layer: int = -1
-    max_tokens: int = 0  # batch budget: source subwords × beam (× samples); 0 = auto (mtkit.translator)
-    glossary: str | Path | None = None  # terms the translation must use (mtkit.glossary; torch engine)
+    max_tokens: int = 0  # batch budget: source subwords × beam (× samples); 0 = auto (decode.translator)
+    glossary: str | Path | None = None  # terms the translation must use (mtkit.decode.glossary; torch engine)
     glossary_ignore_case: bool = False  # match the glossary's source terms in any case
     soft_bonus: float | None = None  # None: constraints are hard; a number: soft, this bonus per subword
-    tgt_lang: str = ""  # the language to translate into: needed where a model knows several (mtkit.corpora)
+    tgt_lang: str = ""  # the language to translate into: needed where a model knows several (data.corpora)
 
 
 __all__ = ["LoadOptions", "SearchOptions"]

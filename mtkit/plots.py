@@ -16,9 +16,9 @@ from typing import Any
 from torch import Tensor
 
 from mtkit.checkpoint import METRICS_FILE
+from mtkit.decode.translation import Translation, select_head
 from mtkit.errors import MtkitError
 from mtkit.metrics_log import read_metrics
-from mtkit.translation import Translation, select_head
 
 
 def _pyplot() -> Any:

@@ -8,7 +8,7 @@ A file output is written one of two ways, because they promise different things:
 - with --resume to OUT itself, appended and flushed chunk by chunk in input order: a kill loses at
   most the chunk in flight and leaves a valid prefix, which the next --resume run checks and extends.
 stdout streams: each chunk is written as soon as it is translated. stdin streams too: a chunk is
-every line that has arrived when the next read would block (`mtkit.streaming`), so a program that
+every line that has arrived when the next read would block (`mtkit.decode.streaming`), so a program that
 writes a line into the pipe gets its answer at once, while a file piped in still gets full chunks.
 """
 
@@ -26,13 +26,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import IO, Any
 
+from mtkit.decode.review import ReviewList, check_review_options
+from mtkit.decode.streaming import stdin_chunks
+from mtkit.decode.translation import OutputFormat, format_translation
+from mtkit.decode.translator import LoadOptions, SearchOptions, Translator
 from mtkit.device import dist_info_from_env
 from mtkit.errors import ConfigError, DataError, MtkitError
-from mtkit.review import ReviewList, check_review_options
-from mtkit.streaming import stdin_chunks
 from mtkit.textio import chunked, count_lines, output_file, read_lines, same_file, warn
-from mtkit.translation import OutputFormat, format_translation
-from mtkit.translator import LoadOptions, SearchOptions, Translator
 
 SIDECAR = ".shard.json"  # OUT + SIDECAR: written when shard OUT is complete; merge-shards reads it
 

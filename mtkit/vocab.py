@@ -1,7 +1,7 @@
 """The four special token ids every mtkit vocabulary shares, and how many sentences its BPE models
 are trained on by default.
 
-Sentencepiece models are trained with these ids (`mtkit.bpe`), so models, batching and search can
+Sentencepiece models are trained with these ids (`mtkit.data.bpe`), so models, batching and search can
 use constants without importing sentencepiece.
 """
 

@@ -11,7 +11,11 @@ ifneq ($(realpath $(CURDIR)),$(RECIPE_DIR))
 $(error run this recipe from its directory: make -C $(RECIPE_DIR))
 endif
 
-PYTHON ?= python3
+# The helper scripts (tables, sacrebleu, glossaries) run with the interpreter that runs mtkit: a MTKIT given
+# as "/path/to/python -m mtkit" (or "/venv/bin/mtkit") brings its Python, so a venv that is not first on
+# the PATH is used throughout, never the PATH's python3 (which may lack mtkit's dependencies).
+MTKIT_HEAD := $(firstword $(MTKIT))
+PYTHON ?= $(or $(if $(filter python%,$(notdir $(MTKIT_HEAD))),$(MTKIT_HEAD)),$(if $(findstring /,$(MTKIT_HEAD)),$(firstword $(wildcard $(dir $(MTKIT_HEAD))python3 $(dir $(MTKIT_HEAD))python))),python3)
 MTKIT ?= $(PYTHON) -m mtkit
 DEVICE ?= auto
 WORK := work

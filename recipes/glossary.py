@@ -115,7 +115,7 @@ def _translate(args: argparse.Namespace, src: Path, out: Path, extra: list[str])
 def compare(args: argparse.Namespace) -> None:
     import sacrebleu
 
-    from mtkit.glossary import Glossary
+    from mtkit.decode.glossary import Glossary
 
     glossary = Glossary.from_file(args.glossary)
     src, ref = _lines(args.src), _lines(args.ref)

@@ -34,11 +34,11 @@ from unittest import mock
 
 import torch
 
-import mtkit.search as search_module
-from mtkit.bpe import Bpe
-from mtkit.config import DecodingConfig
-from mtkit.loader import load_model
-from mtkit.translation import Translation, normalise
+import mtkit.decode.search as search_module
+from mtkit.config.experiment import DecodingConfig
+from mtkit.data.bpe import Bpe
+from mtkit.decode.loader import load_model
+from mtkit.decode.translation import Translation, normalise
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
 #: fp32 rounding between engines, ISAs and batch compositions: log-probabilities agree to ~1e-5 on
@@ -78,7 +78,7 @@ class _Margins:
     def near_tie(self, ct2_involved: bool) -> bool:
         return any(m <= TOLERANCE + (s if ct2_involved else 0.0) for m, s in self.margins)
 
-    # wrappers of mtkit.search's steps, which record and then do what the original does
+    # wrappers of mtkit.decode.search's steps, which record and then do what the original does
     def mask_step(self, original, log_probs, t, max_len, cfg, history):
         removed = (log_probs[:, PAD_ID].exp() + log_probs[:, BOS_ID].exp()).clamp(max=1 - 1e-6)
         self.shift += float(-torch.log1p(-removed).max())

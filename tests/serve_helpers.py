@@ -12,7 +12,7 @@ import urllib.request
 from pathlib import Path
 
 from mtkit.checkpoint import load_checkpoint, save_checkpoint
-from mtkit.translator import Translator
+from mtkit.decode.translator import Translator
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_translator import WORDS, make_model_dir  # noqa: E402, F401

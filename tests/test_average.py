@@ -8,11 +8,11 @@ import sys
 import pytest
 import torch
 
-from mtkit.average import average_checkpoints
 from mtkit.checkpoint import load_checkpoint, save_checkpoint
-from mtkit.config import Config, to_dict
+from mtkit.config.experiment import Config, to_dict
 from mtkit.errors import MtkitError
 from mtkit.models import build_model
+from mtkit.train.average import average_checkpoints
 
 
 def _write_step(model_dir, step: int, score: float, seed: int) -> dict[str, torch.Tensor]:

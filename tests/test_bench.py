@@ -144,7 +144,7 @@ def _cpu_training():
 def test_cpu_training_variants_are_config_overrides_and_unknown_ones_are_refused(tmp_path, capsys):
     """bench/cpu_training.py: each variant is `--set` overrides of real config keys; an unknown
     variant is a usage error, missing data one line saying how to make it."""
-    from mtkit.config import Config, apply_overrides, from_dict, to_dict
+    from mtkit.config.experiment import Config, apply_overrides, from_dict, to_dict
 
     module = _cpu_training()
     for name, overrides in module.VARIANTS.items():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mtkit.bpe import Bpe, _sample_sentences, decode_stream, encode_stream, train_bpe
+from mtkit.data.bpe import Bpe, _sample_sentences, decode_stream, encode_stream, train_bpe
 from mtkit.errors import DataError, MtkitError
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from mtkit.translation import Candidate, Translation, format_translation
+from mtkit.decode.translation import Candidate, Translation, format_translation
 from mtkit.vocab import BOS_ID, EOS_ID
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mtkit.config import (
+from mtkit.config.checks import check_applicable
+from mtkit.config.docs import describe_keys
+from mtkit.config.experiment import (
     SECTIONS,
     Config,
     from_dict,
@@ -17,8 +19,6 @@ from mtkit.config import (
     save_config,
     to_dict,
 )
-from mtkit.config_checks import check_applicable
-from mtkit.config_docs import describe_keys
 from mtkit.errors import ConfigError
 
 

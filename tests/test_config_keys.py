@@ -28,19 +28,19 @@ import torch
 from rich.console import Console
 
 from mtkit import checkpoint as files
-from mtkit.bpe import Bpe, train_bpe
-from mtkit.config import SECTIONS, from_dict
-from mtkit.config_checks import Not, conditions, unmet
+from mtkit.config.checks import Not, conditions, unmet
+from mtkit.config.experiment import SECTIONS, from_dict
+from mtkit.data.bpe import Bpe, train_bpe
+from mtkit.data.prepare import prepare
 from mtkit.data.shards import ParallelData
+from mtkit.decode.search import search
+from mtkit.decode.translator import Translator
 from mtkit.errors import ConfigError, MtkitError
 from mtkit.metrics_log import read_metrics
 from mtkit.models import build_model
-from mtkit.prepare import prepare
-from mtkit.search import search
 from mtkit.train import update as update_module
 from mtkit.train.schedules import LRSchedule
 from mtkit.train.trainer import Trainer, train
-from mtkit.translator import Translator
 
 sys.path.insert(0, str(Path(__file__).parent))
 from train_helpers import make_data_dir  # noqa: E402
@@ -127,7 +127,7 @@ CASES: dict[str, list[Case]] = {
     "data.min_len": prep(3),
     "data.max_len_ratio": prep(1.2),
     "data.filter_dev": prep(True, max_len=4),
-    # several corpora instead of one pair (mtkit.corpora): tagged sources, a languages record
+    # several corpora instead of one pair (mtkit.data.corpora): tagged sources, a languages record
     "data.corpora": [Case("prepare", [CORPUS_XY], also=NO_PAIR)],
     "data.temperature": [Case("prepare", 1.0, {"data.corpora": [CORPUS_XY, CORPUS_XZ], **NO_PAIR})],
     "data.language_tag": [Case("prepare", "decoder", {"data.corpora": [CORPUS_XY, CORPUS_XZ], **NO_PAIR})],

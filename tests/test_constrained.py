@@ -9,10 +9,10 @@ import math
 import pytest
 import torch
 
-from mtkit.config import DecodingConfig, ModelConfig
-from mtkit.constrained import constrained_search
+from mtkit.config.experiment import DecodingConfig, ModelConfig
+from mtkit.decode.constrained import constrained_search
+from mtkit.decode.search import search
 from mtkit.models import build_model
-from mtkit.search import search
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
 VOCAB = 24

@@ -1,4 +1,4 @@
-"""Multilingual models (mtkit.corpora): temperature sampling repeats the small corpora and loses
+"""Multilingual models (mtkit.data.corpora): temperature sampling repeats the small corpora and loses
 nothing; `prepare` tags each source with its target language as one subword; the tag chooses the
 language a trained model translates into; tags never reach the output, the source tokens or the
 attention; a wrong or missing --tgt-lang is one line; a bilingual model needs no flag."""
@@ -14,15 +14,15 @@ import numpy as np
 import pytest
 import sacrebleu
 
-from mtkit.bpe import Bpe
-from mtkit.config import from_dict
-from mtkit.corpora import line_directions, repeats, tag
+from mtkit.config.experiment import from_dict
 from mtkit.data.batching import sampler_for
+from mtkit.data.bpe import Bpe
+from mtkit.data.corpora import line_directions, repeats, tag
 from mtkit.data.meta import read_meta
+from mtkit.data.prepare import prepare
 from mtkit.data.shards import ParallelData
+from mtkit.decode.translator import Translator
 from mtkit.errors import ConfigError, DataError
-from mtkit.prepare import prepare
-from mtkit.translator import Translator
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_translator import make_model_dir  # noqa: E402
@@ -283,8 +283,8 @@ def test_the_server_answers_each_pair_of_a_multilingual_model(trained, tmp_path)
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
+    from mtkit.decode.translator import LoadOptions
     from mtkit.serve import ServeOptions, build_app
-    from mtkit.translator import LoadOptions
 
     exact = LoadOptions(device="cpu", threads=1, precision="fp32")
     from serve_helpers import served_model

@@ -1,4 +1,4 @@
-"""Multilingual models with the tag on the decoder side (data.language_tag: decoder, `mtkit.corpora`):
+"""Multilingual models with the tag on the decoder side (data.language_tag: decoder, `mtkit.data.corpora`):
 the tag starts each stored target and stands where BOS would, is never a prediction, and chooses the
 output language in every search (plain, constrained, MRT's candidates, validation, the server's twin
 per direction); such a model is not exported. The source-tag default: tests/test_corpora.py."""
@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 import sacrebleu
 
-from mtkit.bpe import Bpe
-from mtkit.corpora import tag
+from mtkit.data.bpe import Bpe
+from mtkit.data.corpora import tag
 from mtkit.data.meta import read_meta
+from mtkit.data.prepare import prepare
 from mtkit.data.shards import ParallelData
+from mtkit.decode.translator import Translator
 from mtkit.errors import ConfigError
-from mtkit.prepare import prepare
-from mtkit.translator import Translator
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_corpora import _config, _corpora, _sentences  # noqa: E402
@@ -111,9 +111,9 @@ def test_mrt_candidates_start_from_the_decoder_tag(trained_decoder, tmp_path):
 
     import torch
 
-    from mtkit.config import load_config
+    from mtkit.config.experiment import load_config
     from mtkit.data.batching import collate
-    from mtkit.loader import load_model
+    from mtkit.decode.loader import load_model
     from mtkit.train.mrt import generate
     from mtkit.train.trainer import train
 

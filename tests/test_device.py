@@ -83,7 +83,7 @@ def test_threads_are_restored():
 
 
 def test_kernel_caches_are_bounded_by_every_command_unless_the_user_chose(monkeypatch):
-    from mtkit import cli
+    from mtkit.cli import app as cli
 
     for name in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY"):
         monkeypatch.delenv(name, raising=False)
@@ -100,7 +100,7 @@ def test_library_import_changes_no_environment():
     import subprocess
     import sys
 
-    code = ("import os, mtkit.translator, mtkit.train.trainer; "
+    code = ("import os, mtkit.decode.translator, mtkit.train.trainer; "
             "print(os.environ.get('ONEDNN_PRIMITIVE_CACHE_CAPACITY'), os.environ.get('LRU_CACHE_CAPACITY'))")
     caches = ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")
     env = {k: v for k, v in os.environ.items() if k not in caches}

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mtkit.distill import DistillOptions, drop_reason, run_distill
 from mtkit.errors import ConfigError, DataError
+from mtkit.train.distill import DistillOptions, drop_reason, run_distill
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_translator import make_model_dir, sentences  # noqa: E402

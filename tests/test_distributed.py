@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 from mtkit.checkpoint import load_checkpoint
-from mtkit.config import from_dict, save_config, to_dict
+from mtkit.config.experiment import from_dict, save_config, to_dict
 from mtkit.device import DistInfo, dist_info_from_env
 from mtkit.metrics_log import read_metrics
 from mtkit.train.trainer import train

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mtkit.config_docs import COMMAND, render_markdown
+from mtkit.config.docs import COMMAND, render_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -99,7 +99,7 @@ def test_config_page_is_generated_from_the_code():
 
 
 def test_config_page_lists_every_key():
-    from mtkit.config_docs import describe_keys
+    from mtkit.config.docs import describe_keys
 
     text = render_markdown()
     missing = [key for key, *_ in describe_keys() if f"| `{key}` |" not in text]

@@ -23,17 +23,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from mtkit.bpe import Bpe, train_bpe
 from mtkit.checkpoint import load_checkpoint, save_checkpoint
-from mtkit.config import Config, ModelConfig, to_dict
-from mtkit.ct2 import MANIFEST, is_exported, read_manifest
-from mtkit.engine import resolve_engine
+from mtkit.config.experiment import Config, ModelConfig, to_dict
+from mtkit.data.bpe import Bpe, train_bpe
+from mtkit.decode.ct2 import MANIFEST, is_exported, read_manifest
+from mtkit.decode.engine import resolve_engine
+from mtkit.decode.loader import load_model
+from mtkit.decode.translator import Translator
 from mtkit.errors import CheckpointError, ConfigError, MtkitError
 from mtkit.export import check_expressible, run_export
-from mtkit.loader import load_model
 from mtkit.models import build_model
 from mtkit.train.trainer import train
-from mtkit.translator import Translator
 
 sys.path.insert(0, str(Path(__file__).parent))
 from near_ties import ForcedScorer, check_same_or_near_tie  # noqa: E402
@@ -414,7 +414,7 @@ def test_cli_export_then_translate_the_exported_directory(trained, tmp_path):
 
 _WITHOUT_TORCH = textwrap.dedent("""
     import sys
-    from mtkit.cli import main
+    from mtkit.cli.app import main
     sys.argv = ["mtkit", "translate", *sys.argv[1:]]
     try:
         main()
@@ -445,12 +445,12 @@ def test_exported_model_translates_without_torch_in_the_process(trained, tmp_pat
 def test_sub_batches_on_two_translators_give_the_same_lines(trained, monkeypatch, beam):
     """On CPU the ct2 engine splits each batch into sub-batches for single-thread translators side by
     side: the lines, their order and their scores do not change."""
-    import mtkit.ct2
+    import mtkit.decode.ct2
 
     model_dir, exported, lines = trained
     one = exact(exported, beam_size=beam)
     whole = one.translate_hypotheses(lines)
-    monkeypatch.setattr(mtkit.ct2, "SUB_BATCH_TOKENS", 8)  # ~1 sentence per sub-batch
+    monkeypatch.setattr(mtkit.decode.ct2, "SUB_BATCH_TOKENS", 8)  # ~1 sentence per sub-batch
     split = Translator(exported, device="cpu", threads=2, precision="fp32", beam_size=beam)
     assert split.model.num_translators == 2 and split.backend.sub_batch == 8
     found = split.translate_hypotheses(lines)

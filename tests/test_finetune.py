@@ -22,11 +22,11 @@ import torch
 from rich.console import Console
 
 from mtkit.checkpoint import load_checkpoint
-from mtkit.config import from_dict, load_config, save_config, to_dict
+from mtkit.config.experiment import from_dict, load_config, save_config, to_dict
 from mtkit.data.meta import read_meta
+from mtkit.data.prepare import prepare
 from mtkit.errors import CheckpointError, ConfigError, DataError
 from mtkit.metrics_log import read_metrics
-from mtkit.prepare import prepare
 from mtkit.train import init_from
 from mtkit.train.distributed import dist_info_from_env
 from mtkit.train.trainer import Trainer, train
@@ -316,7 +316,7 @@ FAKE_MTKIT = r'''
 """Stand-in for `mtkit`: writes what each stage writes, checks the parent is there, logs the call."""
 import json, os, shutil, sys
 from pathlib import Path
-from mtkit.config import load_config
+from mtkit.config.experiment import load_config
 
 args = sys.argv[1:]
 with open(os.environ["FAKE_LOG"], "a") as log:

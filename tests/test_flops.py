@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from mtkit.config import ModelConfig
+from mtkit.config.experiment import ModelConfig
 from mtkit.models import build_model
 from mtkit.train.flops import PEAK_ENV, peak_flops, update_flops
 

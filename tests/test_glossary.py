@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mtkit.bpe import Bpe, train_bpe
+from mtkit.data.bpe import Bpe, train_bpe
+from mtkit.decode.glossary import Glossary, encode_constraints, parse_terms
 from mtkit.errors import DataError
-from mtkit.glossary import Glossary, encode_constraints, parse_terms
 
 
 def _glossary(tmp_path, text: str, ignore_case: bool = False) -> Glossary:
@@ -73,7 +73,7 @@ def _model(tmp_path):
 
 
 def test_every_line_with_a_term_uses_it_and_the_others_are_unchanged(tmp_path):
-    from mtkit.translator import Translator
+    from mtkit.decode.translator import Translator
 
     model = _model(tmp_path)
     terms = tmp_path / "terms.tsv"

@@ -21,12 +21,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1] / "mtkit"
 MAX_LINES = 420
 
-#: floor 2, one "files in → files out" job each; a package stage (train) is one stage
-STAGES = ("mtkit.prepare", "mtkit.train", "mtkit.translate", "mtkit.score", "mtkit.average",
-          "mtkit.export", "mtkit.serve", "mtkit.distill")
-#: floor 1: parses options and calls one stage; it alone may import stages
-CLI = ("mtkit.cli", "mtkit.cli_serve", "mtkit.cli_translate", "mtkit.__main__")
-#: imported by mtkit.models / mtkit.search they would make every model user pay for the CLI stack
+#: floor 2, one "files in → files out" job each; a package stage (train, with average and distill) is
+#: one stage; mtkit.data is the library but for its prepare stage
+STAGES = ("mtkit.data.prepare", "mtkit.train", "mtkit.translate", "mtkit.score", "mtkit.export",
+          "mtkit.serve")
+#: floor 1 (a package counts with its modules): parses options and calls one stage; it alone may import stages
+CLI = ("mtkit.cli", "mtkit.__main__")
+#: imported by mtkit.models / mtkit.decode.search they would make every model user pay for the CLI stack
 HEAVY = ("sentencepiece", "sacrebleu", "rich", "typer")
 
 
@@ -64,7 +65,7 @@ def imports(path: Path, name: str, known: set[str]) -> list[tuple[int, str]]:
 
 def stage_of(name: str, stages: tuple[str, ...], cli: tuple[str, ...]) -> str | None:
     """The stage (or "cli") a module belongs to, None for the library."""
-    if name in cli:
+    if any(name == entry or name.startswith(entry + ".") for entry in cli):
         return "cli"
     for stage in stages:
         if name == stage or name.startswith(stage + "."):
@@ -90,8 +91,7 @@ def violations(root: Path, stages: tuple[str, ...] = STAGES, cli: tuple[str, ...
             elif there is not None and here not in ("cli", there):
                 bad.append(f"{where} (a stage imports no other stage)")
             models = f"{prefix}.models"
-            if (name == models or name.startswith(models + ".")) and (
-                    target == f"{prefix}.bpe" or target.startswith(f"{prefix}.bpe.")):
+            if (name == models or name.startswith(models + ".")) and target == f"{prefix}.data.bpe":
                 bad.append(f"{where} (models use {prefix}.vocab's ids, never the sentencepiece wrapper)")
     return bad
 
@@ -169,7 +169,7 @@ def _fresh(code: str) -> str:
 
 
 def test_the_library_api_is_importable_from_the_package() -> None:
-    code = ("import mtkit, mtkit.errors, mtkit.options, mtkit.translator as t; "
+    code = ("import mtkit, mtkit.errors, mtkit.options, mtkit.decode.translator as t; "
             "from mtkit import Translator, LoadOptions, SearchOptions, MtkitError, ConfigError, DataError, "
             "CheckpointError; "
             "assert Translator is t.Translator and LoadOptions is t.LoadOptions "
@@ -183,21 +183,48 @@ def test_the_library_api_is_importable_from_the_package() -> None:
     assert _fresh(missing) == "module 'mtkit' has no attribute 'Nothing'"
 
 
+def test_modules_that_moved_import_under_their_old_names() -> None:
+    """A script written against the flat layout (``from mtkit.translator import Translator``,
+    ``from mtkit.config import load_config``, the ``mtkit.cli:main`` entry point of older installs)
+    keeps working: each old name is the new module itself, with a DeprecationWarning naming it."""
+    code = ("import importlib, sys, warnings, mtkit\n"
+            "bad = []\n"
+            "for old, new in mtkit._MOVED.items():\n"
+            "    with warnings.catch_warnings(record=True) as caught:\n"
+            "        warnings.simplefilter('always')\n"
+            "        module = importlib.import_module(old)\n"
+            "    if module is not importlib.import_module(new) or sys.modules[old] is not module:\n"
+            "        bad.append(old)\n"
+            "    if not any(f'is now {new}' in str(w.message) for w in caught):\n"
+            "        bad.append(old + ' (no warning)')\n"
+            "from mtkit.translator import Translator\n"
+            "from mtkit.decode import translator\n"
+            "from mtkit.config import Config, load_config\n"
+            "from mtkit.config.experiment import Config as C2, load_config as l2\n"
+            "from mtkit.cli import main\n"
+            "from mtkit.cli.app import main as m2\n"
+            "assert Translator is translator.Translator and Config is C2 and load_config is l2\n"
+            "assert main is m2\n"
+            "print(len(mtkit._MOVED), bad)")
+    assert _fresh(code) == "24 []"
+
+
 def test_importing_the_package_loads_no_torch_and_no_translator() -> None:
     """`import mtkit` (and so `mtkit --help`) stays as light as it was before the lazy exports."""
     code = ("import sys, mtkit; "
-            "print(' '.join(m for m in ('torch', 'mtkit.translator', 'mtkit.options', 'sacrebleu', 'numpy') "
+            "print(' '.join(m for m in ('torch', 'mtkit.decode.translator', 'mtkit.options', 'sacrebleu', "
+            "'numpy') "
             "if m in sys.modules))")
     assert _fresh(code) == ""
 
 
 def test_models_and_search_do_not_load_the_cli_stack() -> None:
     code = ("import sys, mtkit.models, mtkit.models.base, mtkit.models.transformer, mtkit.models.rnn, "
-            "mtkit.models.ensemble, mtkit.models.summary, mtkit.search; "
+            "mtkit.models.ensemble, mtkit.models.summary, mtkit.decode.search; "
             f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT.parent)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == [], f"importing mtkit.models / mtkit.search loaded {out.stdout.split()}"
+    assert out.stdout.split() == [], f"importing the models / the search loaded {out.stdout.split()}"
 
 
 @pytest.mark.parametrize("path", sorted(ROOT.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
@@ -223,8 +250,8 @@ def test_checker_names_each_offending_import(tmp_path: Path) -> None:
         "score.py": "def f():\n    from pkg import translate\n",  # stage → stage, inside a function
         "translate.py": "from pkg.lib import x\n",  # stage → library: allowed
         "lib.py": "import pkg.train.loop\n",  # library → stage
-        "bpe.py": "",
-        "models/rnn.py": "from ..bpe import Bpe\nfrom pkg import cli\n",  # models → bpe; → cli
+        "data/__init__.py": "", "data/bpe.py": "",
+        "models/rnn.py": "from ..data.bpe import Bpe\nfrom pkg import cli\n",  # models → bpe; → cli
         "train/loop.py": "from pkg.train import helpers\n",  # inside one stage: allowed
         "train/helpers.py": "",
     })
@@ -233,7 +260,8 @@ def test_checker_names_each_offending_import(tmp_path: Path) -> None:
     assert sorted(bad) == sorted([
         "pkg/score.py:3 imports pkg.translate (a stage imports no other stage)",
         "pkg/lib.py:2 imports pkg.train.loop (the library imports no stage)",
-        "pkg/models/rnn.py:2 imports pkg.bpe (models use pkg.vocab's ids, never the sentencepiece wrapper)",
+        "pkg/models/rnn.py:2 imports pkg.data.bpe "
+        "(models use pkg.vocab's ids, never the sentencepiece wrapper)",
         "pkg/models/rnn.py:3 imports pkg.cli (only the CLI's entry points may import the CLI)",
     ])
 

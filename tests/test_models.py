@@ -10,8 +10,8 @@ import torch
 import yaml
 from typer.testing import CliRunner
 
-from mtkit.cli import app
-from mtkit.config import ModelConfig
+from mtkit.cli.app import app
+from mtkit.config.experiment import ModelConfig
 from mtkit.models import build_model
 from mtkit.models.base import EncoderOutput, embedding, select_rows
 from mtkit.models.ensemble import Ensemble, EnsembleEncoderOutput

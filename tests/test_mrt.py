@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from mtkit.bpe import Bpe
 from mtkit.checkpoint import load_checkpoint
-from mtkit.config import from_dict, save_config, to_dict
+from mtkit.config.experiment import from_dict, save_config, to_dict
 from mtkit.data.batching import collate
+from mtkit.data.bpe import Bpe
 from mtkit.data.shards import ParallelData
 from mtkit.device import DistInfo
 from mtkit.errors import ConfigError

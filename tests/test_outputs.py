@@ -8,8 +8,7 @@ import re
 import pytest
 import torch
 
-from mtkit.errors import ConfigError
-from mtkit.translation import (
+from mtkit.decode.translation import (
     Candidate,
     Translation,
     alignment_from_attention,
@@ -18,6 +17,7 @@ from mtkit.translation import (
     pharaoh,
     select_head,
 )
+from mtkit.errors import ConfigError
 
 PHARAOH = re.compile(r"^(\d+-\d+( \d+-\d+)*)?$")
 

@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from mtkit import prepare as prepare_module
-from mtkit.bpe import Bpe
-from mtkit.config import Config, load_config
+from mtkit.config.experiment import Config, load_config
+from mtkit.data import prepare as prepare_module
+from mtkit.data.bpe import Bpe
 from mtkit.data.meta import read_meta
+from mtkit.data.prepare import prepare
 from mtkit.data.shards import ParallelData
 from mtkit.errors import ConfigError, DataError
-from mtkit.prepare import prepare
 
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "kappa"]
 

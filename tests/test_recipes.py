@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mtkit.config import load_config, to_dict
+from mtkit.config.experiment import load_config, to_dict
 
 RECIPES = Path(__file__).resolve().parents[1] / "recipes"
 DEB = ("deb-en-de", "deb-en-es")
@@ -59,7 +59,7 @@ FAKE_MTKIT = r'''
 """Stand-in for `mtkit`: writes what each stage writes, and logs the call."""
 import json, os, shutil, sys
 from pathlib import Path
-from mtkit.config import load_config
+from mtkit.config.experiment import load_config
 
 args = sys.argv[1:]
 with open(os.environ["FAKE_LOG"], "a") as log:
@@ -367,6 +367,31 @@ def test_recipes_insist_on_running_in_their_directory(tmp_path: Path) -> None:
 
 
 @needs_make
+@pytest.mark.parametrize(("mtkit", "python"), [
+    ("{venv}/bin/python -m mtkit", "{venv}/bin/python"),  # the interpreter that runs mtkit runs the helpers
+    ("{venv}/bin/mtkit", "{venv}/bin/python3"),  # a venv's script: that venv's interpreter
+    ("mtkit", "python3"),  # from the PATH: the PATH's interpreter
+    ("", "python3"),
+])
+def test_recipes_run_their_helpers_with_the_python_that_runs_mtkit(tmp_path: Path, mtkit: str,
+                                                                   python: str) -> None:
+    """A venv that is not first on the PATH (MTKIT=.venv/bin/python -m mtkit) is used for the tables and
+    sacrebleu too, not the PATH's python3, which may lack mtkit's dependencies."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    for name in ("python", "python3", "mtkit"):
+        (venv / "bin" / name).touch()
+    recipe = _copy_recipe("deb-en-de", tmp_path)
+    given = [f"MTKIT={mtkit.format(venv=venv)}"] if mtkit else []
+    inherited = ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "PYTHON", "MTKIT")
+    env = {k: v for k, v in os.environ.items() if k not in inherited}
+    proc = subprocess.run(["make", "--no-print-directory", *given, "--eval", "show-python: ; @echo $(PYTHON)",
+                           "show-python"], cwd=recipe, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == python.format(venv=venv)
+
+
+@needs_make
 def test_demo_recipe_scores_against_the_copy_baseline_and_reruns_nothing(tmp_path: Path) -> None:
     recipe = _copy_recipe("demo", tmp_path)
     fake = tmp_path / "fake_mtkit.py"
@@ -431,7 +456,7 @@ def _deb_pair(data: Path, lang: str, words: dict[str, str]) -> None:
 
 @needs_make
 def test_multi_recipe_runs_every_stage_once_then_nothing(tmp_path: Path) -> None:
-    pytest.importorskip("py3langid")  # the off-target rate (mtkit.langid)
+    pytest.importorskip("py3langid")  # the off-target rate (mtkit.decode.langid)
     recipe = _copy_recipe("deb-multi", tmp_path)
     fake, log, data = tmp_path / "fake_mtkit.py", tmp_path / "calls.log", tmp_path / "shared"
     fake.write_text(FAKE_MTKIT)

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from mtkit.checkpoint import load_checkpoint
-from mtkit.config import from_dict, save_config, to_dict
+from mtkit.config.experiment import from_dict, save_config, to_dict
 from mtkit.errors import CheckpointError
 from mtkit.metrics_log import read_metrics
 from mtkit.train.trainer import train

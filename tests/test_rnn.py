@@ -7,7 +7,7 @@ import itertools
 import pytest
 import torch
 
-from mtkit.config import ModelConfig
+from mtkit.config.experiment import ModelConfig
 from mtkit.models import build_model
 from mtkit.models.rnn import RNNSeq2Seq
 from mtkit.vocab import BOS_ID, PAD_ID

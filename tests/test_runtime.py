@@ -54,7 +54,7 @@ def test_a_learning_rate_held_in_a_tensor_trains_like_a_float_and_saves_as_one()
     import torch
     from torch import nn
 
-    from mtkit.config import TrainingConfig
+    from mtkit.config.experiment import TrainingConfig
     from mtkit.train.runtime import learning_rate_on_device, make_optimizer, plain_optimizer_state
 
     torch.manual_seed(0)

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from mtkit.config import TrainingConfig
+from mtkit.config.experiment import TrainingConfig
 from mtkit.train.sampling import gold_probability, mix_predictions
 from mtkit.train.schedules import LRSchedule
 from mtkit.train.state import TrainState

@@ -10,11 +10,11 @@ import math
 import pytest
 import torch
 
-from mtkit.config import DecodingConfig, ModelConfig
+from mtkit.config.experiment import DecodingConfig, ModelConfig
+from mtkit.decode.search import Hypothesis, _beam, _keep_k_best, normalise, search
 from mtkit.models import build_model
 from mtkit.models.base import EncoderOutput, Seq2Seq
 from mtkit.models.ensemble import Ensemble
-from mtkit.search import Hypothesis, _beam, _keep_k_best, normalise, search
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
 VOCAB = 24
@@ -239,7 +239,7 @@ def test_top_k_one_sampling_is_greedy(model):
 
 
 def test_top_p_keeps_the_nucleus_only():
-    from mtkit.search import _filter_logits
+    from mtkit.decode.search import _filter_logits
 
     log_probs = torch.tensor([[0.5, 0.3, 0.15, 0.05]]).log()
     kept = torch.isfinite(_filter_logits(log_probs, DecodingConfig(top_p=0.75)))

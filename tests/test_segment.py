@@ -1,4 +1,4 @@
-"""mtkit.segment: a line is cut into the sentences a model was trained on, and a sentence too long for
+"""mtkit.decode.segment: a line is cut into the sentences a model was trained on, and a sentence too long for
 the model into pieces, at clause boundaries first; nothing of the input is lost or reordered."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mtkit.bpe import Bpe, train_bpe
-from mtkit.segment import clean_line, cut_sentence, has_visible, split_sentences, valid_unicode
+from mtkit.data.bpe import Bpe, train_bpe
+from mtkit.decode.segment import clean_line, cut_sentence, has_visible, split_sentences, valid_unicode
 
 
 @pytest.mark.parametrize("text, sentences", [

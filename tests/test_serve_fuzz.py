@@ -22,8 +22,8 @@ pytest.importorskip("fastapi")
 pytest.importorskip("py3langid")
 from fastapi.testclient import TestClient  # noqa: E402
 
+from mtkit.decode.translator import LoadOptions  # noqa: E402
 from mtkit.serve import ServeOptions, build_app  # noqa: E402
-from mtkit.translator import LoadOptions  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from serve_helpers import WORDS, offline, served_model  # noqa: E402

@@ -1,4 +1,4 @@
-"""Vocabulary shortlists (mtkit.shortlist, `mtkit export --shortlist`, the ct2 engine's use of them):
+"""Vocabulary shortlists (mtkit.decode.shortlist, `mtkit export --shortlist`, the ct2 engine's use of them):
 counted from the training data, written as CTranslate2's vmap.txt, obeyed by the search, equal to the
 full model where the full output lies inside the list, and never more than a choice among allowed
 subwords where it does not."""
@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from mtkit.data.shards import ParallelData
+from mtkit.decode.shortlist import SPECIAL, Shortlist, build_shortlist, coverage, write_vmap
+from mtkit.decode.translator import Translator
 from mtkit.errors import ConfigError
 from mtkit.export import ShortlistOptions, run_export
-from mtkit.shortlist import SPECIAL, Shortlist, build_shortlist, coverage, write_vmap
 from mtkit.train.trainer import train
-from mtkit.translator import Translator
 from mtkit.vocab import BOS_ID, EOS_ID, UNK_ID
 
 sys.path.insert(0, str(Path(__file__).parent))

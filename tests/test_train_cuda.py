@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from mtkit.config import from_dict, to_dict
+from mtkit.config.experiment import from_dict, to_dict
 from mtkit.device import DistInfo
 from mtkit.train.trainer import Trainer, train
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from mtkit.checkpoint import load_checkpoint
-from mtkit.config import from_dict, to_dict
+from mtkit.config.experiment import from_dict, to_dict
 from mtkit.errors import MtkitError
 from mtkit.metrics_log import read_metrics
 from mtkit.models import build_model

@@ -7,7 +7,7 @@ import itertools
 import pytest
 import torch
 
-from mtkit.config import ModelConfig
+from mtkit.config.experiment import ModelConfig
 from mtkit.errors import MtkitError
 from mtkit.models import build_model
 from mtkit.models.transformer import Transformer

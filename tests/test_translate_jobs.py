@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from mtkit.decode.translator import LoadOptions, SearchOptions, Translator
 from mtkit.errors import ConfigError, DataError
 from mtkit.translate import SIDECAR, OutputOptions, merge_shard_outputs, run_translate
-from mtkit.translator import LoadOptions, SearchOptions, Translator
 
 sys.path.insert(0, str(Path(__file__).parent))
 from near_ties import check_texts_same_or_near_tie  # noqa: E402
@@ -207,7 +207,7 @@ def test_shards_merged_in_any_order_equal_the_unsharded_output(job, tmp_path):
 def test_shards_and_merge_from_the_command_line(job, tmp_path):
     from typer.testing import CliRunner
 
-    from mtkit.cli import app
+    from mtkit.cli.app import app
 
     runner = CliRunner()
     parts = [str(tmp_path / f"part{k}.txt") for k in range(3)]

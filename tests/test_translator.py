@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from mtkit.bpe import Bpe, train_bpe
 from mtkit.checkpoint import save_checkpoint
-from mtkit.config import Config, ModelConfig, to_dict
+from mtkit.config.experiment import Config, ModelConfig, to_dict
+from mtkit.data.bpe import Bpe, train_bpe
+from mtkit.decode.translator import CPU_MAX_TOKENS, Translator
 from mtkit.errors import CheckpointError, ConfigError, MtkitError
 from mtkit.models import build_model
-from mtkit.translator import CPU_MAX_TOKENS, Translator
 
 WORDS = ["the", "house", "is", "small", ".", "a", "cat", "sat", "on", "mat", "!", "where", "are", "you",
          "going", "?", "we", "like", "green", "tea", "and", "bread", "every", "day", ",", "but", "not",
@@ -392,7 +392,7 @@ def invoke(*args: str) -> str:
     """Run `mtkit translate` in this process (no interpreter start-up); returns stdout."""
     from typer.testing import CliRunner
 
-    from mtkit.cli import app
+    from mtkit.cli.app import app
 
     res = CliRunner().invoke(app, ["translate", *args, "--threads", "1"])
     assert res.exit_code == 0, (res.output, res.exception)
@@ -563,7 +563,7 @@ def test_stream_chunks_hand_on_what_has_arrived(tmp_path):
     import os
     from concurrent.futures import ThreadPoolExecutor
 
-    from mtkit.streaming import stream_chunks
+    from mtkit.decode.streaming import stream_chunks
 
     bad: list[int] = []
     r, w = os.pipe()

@@ -6,8 +6,8 @@ import random
 from pathlib import Path
 from typing import Any
 
-from mtkit.bpe import Bpe, train_bpe
-from mtkit.config import Config, from_dict
+from mtkit.config.experiment import Config, from_dict
+from mtkit.data.bpe import Bpe, train_bpe
 from mtkit.data.meta import DataMeta, write_meta
 from mtkit.data.shards import ShardWriter, token_dtype
 

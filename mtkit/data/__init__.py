@@ -1,1 +1,3 @@
-"""Data on disk and in batches: meta.json, binary shards read sentence by sentence, token-budget batching."""
+"""Data preparation and the data it makes: the prepare stage, corpora, sentencepiece BPE; meta.json,
+binary shards read sentence by sentence, token-budget batching.
+"""

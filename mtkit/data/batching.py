@@ -15,7 +15,7 @@ are grouped by bucket instead of sorted one by one. A GPU then sees ~16 shapes i
 so each kernel choice, allocation and captured CUDA graph is made once per shape, not once per batch.
 
 A multilingual model's training split holds each corpus once, and its repetitions by temperature
-(`mtkit.corpora`) are drawn per epoch (``draws``: each corpus's sentences ``times`` over, whole passes
+(`mtkit.data.corpora`) are drawn per epoch (``draws``: each corpus's sentences ``times`` over, whole passes
 plus a sample drawn from the same (seed, epoch) generator), so every epoch has the temperature's
 shares and the partial pass of a corpus differs from epoch to epoch.
 
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mtkit.corpora import epoch_draw, train_draws
+from mtkit.data.corpora import epoch_draw, train_draws
 from mtkit.data.shards import ParallelData
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID
 

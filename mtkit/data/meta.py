@@ -32,7 +32,7 @@ class DataMeta:
     splits: dict[str, dict[str, Any]] = field(default_factory=dict)  # per split: sentences, tokens, dropped
     fingerprint: str = ""
     mtkit_version: str = ""
-    # a multilingual model's languages (mtkit.corpora.languages): tag, src, tgt, pairs; {} for one pair
+    # a multilingual model's languages (mtkit.data.corpora.languages): tag, src, tgt, pairs; {} for one pair
     languages: dict[str, Any] = field(default_factory=dict)
 
     @classmethod

@@ -152,7 +152,7 @@ class ParallelData:
     @property
     def decoder_tagged(self) -> bool:
         """Whether each target begins with its language tag, the decoder's first input in place of
-        BOS (a multilingual model with data.language_tag decoder: `mtkit.corpora`)."""
+        BOS (a multilingual model with data.language_tag decoder: `mtkit.data.corpora`)."""
         return self.meta.languages.get("tag") == "decoder"
 
     def __len__(self) -> int:

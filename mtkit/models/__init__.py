@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from mtkit.config import ModelConfig
+from mtkit.config.experiment import ModelConfig
 from mtkit.models.base import EncoderOutput, Seq2Seq
 
 __all__ = ["EncoderOutput", "Seq2Seq", "build_model"]

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from mtkit.config import ModelConfig
+from mtkit.config.experiment import ModelConfig
 from mtkit.models.attention import make_scorer
 from mtkit.models.base import EncoderOutput, Seq2Seq, embedding, log_softmax_float
 from mtkit.vocab import PAD_ID

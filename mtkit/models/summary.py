@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from mtkit.config import ModelConfig
+from mtkit.config.experiment import ModelConfig
 from mtkit.models.base import Seq2Seq
 
 # first segment of a parameter name → component

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from mtkit.config import ModelConfig
+from mtkit.config.experiment import ModelConfig
 from mtkit.models.attention import MultiHeadAttention, additive_key_mask
 from mtkit.models.base import EncoderOutput, Seq2Seq, embedding, log_softmax_float
 from mtkit.models.positions import LearnedPositions, RelativePositions, SinusoidalPositions

@@ -13,8 +13,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mtkit.decode.translator import LoadOptions
 from mtkit.errors import ConfigError
-from mtkit.translator import LoadOptions
 
 NEEDS = "mtkit serve needs FastAPI, uvicorn and prometheus-client: pip install 'mtkit[serve]'"
 
@@ -34,7 +34,7 @@ class ServeOptions:
     api_keys: Path | None = None
     cors_origins: list[str] = field(default_factory=list)
     log_level: str = "warning"
-    glossary: Path | None = None  # terms every translation must use (mtkit.glossary)
+    glossary: Path | None = None  # terms every translation must use (mtkit.decode.glossary)
     glossary_ignore_case: bool = False
 
 

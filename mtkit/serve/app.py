@@ -5,7 +5,7 @@ Two APIs over the same models:
 - LibreTranslate's (``POST /translate``, ``POST /detect``, ``GET /languages``, ``GET
   /frontend/settings``), so that LibreTranslate clients and integrations work unchanged; fields mtkit
   cannot honour are refused with 400, never ignored (docs/serve.md lists them). ``source: "auto"``
-  and ``/detect`` identify the language among those served (`mtkit.langid`).
+  and ``/detect`` identify the language among those served (`mtkit.decode.langid`).
 - mtkit's own (``POST /v1/translate``, ``GET /v1/models``): beam size, n-best with scores, each
   sentence's confidence, subwords and attention.
 
@@ -29,8 +29,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from mtkit.decode.langid import Guess
 from mtkit.errors import ConfigError, MtkitError
-from mtkit.langid import Guess
 from mtkit.serve.batcher import QueueFull, Settings
 from mtkit.serve.bodies import HTTPError, parse_body, read_body
 from mtkit.serve.metrics import ServerMetrics

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mtkit.translation import Translation
+from mtkit.decode.translation import Translation
 
 
 class QueueFull(Exception):

@@ -19,7 +19,7 @@ from typing import Any
 
 from fastapi import Request
 
-from mtkit.segment import valid_unicode
+from mtkit.decode.segment import valid_unicode
 
 
 class HTTPError(Exception):

@@ -1,7 +1,7 @@
 """The models a server holds: one `Translator` and one `Batcher` per model directory (trained or
 exported), found by language pair or by name.
 
-A request's text is cut into sentences here (`mtkit.segment`, the same rules as `mtkit translate`)
+A request's text is cut into sentences here (`mtkit.decode.segment`, the same rules as `mtkit translate`)
 and each sentence is one line for the Translator, so the answer can say how sure the model is of
 each sentence and show its attention; the sentences of a paragraph are joined with a space, which is
 what `mtkit translate` writes for the same paragraph.
@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mtkit.engine import stored_languages
+from mtkit.decode.engine import stored_languages
+from mtkit.decode.langid import Guess, LanguageIdentifier
+from mtkit.decode.segment import clean_line, split_sentences
+from mtkit.decode.translation import Translation
+from mtkit.decode.translator import LoadOptions, SearchOptions, Translator
 from mtkit.errors import ConfigError
-from mtkit.langid import Guess, LanguageIdentifier
-from mtkit.segment import clean_line, split_sentences
 from mtkit.serve.batcher import Batcher, Settings
-from mtkit.translation import Translation
-from mtkit.translator import LoadOptions, SearchOptions, Translator
 
 #: names of the language codes a model's meta.json may carry (others are shown as their code)
 LANGUAGE_NAMES = {

@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from mtkit.langid import Guess
+from mtkit.decode.langid import Guess
+from mtkit.decode.translation import Candidate, Translation
 from mtkit.serve.models import ServedModel
-from mtkit.translation import Candidate, Translation
 
 #: one text's sentences with their translations, as the server's `translate` returns them
 Done = list[tuple[str, Translation]]

@@ -22,7 +22,7 @@ from torch import nn
 
 from mtkit import checkpoint as files
 from mtkit.checkpoint import capture_rng_state, load_checkpoint, restore_rng_state, save_checkpoint
-from mtkit.config import from_dict, to_dict
+from mtkit.config.experiment import from_dict, to_dict
 from mtkit.errors import CheckpointError, MtkitError
 from mtkit.textio import warn
 from mtkit.train.distributed import broadcast_object
@@ -32,7 +32,7 @@ from mtkit.train.state import TrainState
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable
 
-    from mtkit.config import Config, TrainingConfig
+    from mtkit.config.experiment import Config, TrainingConfig
     from mtkit.data.meta import DataMeta
     from mtkit.device import DistInfo
     from mtkit.train.schedules import LRSchedule

@@ -20,7 +20,7 @@ import os
 
 import numpy as np
 
-from mtkit.config import ModelConfig
+from mtkit.config.experiment import ModelConfig
 
 #: dense bf16/fp16 tensor-core peak in TFLOP/s by GPU name (vendor data sheets), first match wins
 PEAK_TFLOPS = (("H100 PCIe", 756.0), ("H100", 989.0), ("H200", 989.0), ("H800", 989.0), ("GH200", 989.0),

@@ -32,7 +32,7 @@ from collections.abc import Callable, Hashable
 import torch
 from torch import Tensor
 
-from mtkit.config import Config
+from mtkit.config.experiment import Config
 from mtkit.data.batching import Batch
 from mtkit.device import DistInfo
 from mtkit.errors import ConfigError

@@ -32,7 +32,7 @@ import yaml
 from torch import nn
 
 from mtkit import checkpoint as files
-from mtkit.config import CONFIG_FILE, BpeConfig, Config, ModelConfig, TrainingConfig, from_dict
+from mtkit.config.experiment import CONFIG_FILE, BpeConfig, Config, ModelConfig, TrainingConfig, from_dict
 from mtkit.data.meta import DataMeta, read_meta
 from mtkit.errors import CheckpointError, ConfigError, DataError
 from mtkit.textio import warn

@@ -11,7 +11,7 @@ import filecmp
 from pathlib import Path
 
 from mtkit.checkpoint import copy_atomically
-from mtkit.config import CONFIG_FILE, Config, save_config
+from mtkit.config.experiment import CONFIG_FILE, Config, save_config
 from mtkit.data.meta import DataMeta, write_meta
 from mtkit.errors import CheckpointError, DataError
 

@@ -43,13 +43,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from mtkit.bpe import Bpe
-from mtkit.config import Config, DecodingConfig, TrainingConfig
+from mtkit.config.experiment import Config, DecodingConfig, TrainingConfig
 from mtkit.data.batching import Batch
+from mtkit.data.bpe import Bpe
+from mtkit.decode.search import search
 from mtkit.device import autocast
 from mtkit.errors import ConfigError
 from mtkit.models.base import Seq2Seq
-from mtkit.search import search
 from mtkit.train.costs import SentenceCost, auto_workers
 from mtkit.train.loss import projected_label_smoothed_nll, projected_token_log_probs
 from mtkit.train.update import Updater, _zero

@@ -11,7 +11,7 @@ import sys
 import torch
 from torch import nn
 
-from mtkit.config import TrainingConfig
+from mtkit.config.experiment import TrainingConfig
 
 
 def make_optimizer(model: nn.Module, tc: TrainingConfig, device: torch.device,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from mtkit.config import TrainingConfig
+from mtkit.config.experiment import TrainingConfig
 
 
 class LRSchedule:

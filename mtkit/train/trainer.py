@@ -30,9 +30,9 @@ import torch
 from torch import nn
 
 from mtkit import checkpoint as files
-from mtkit.bpe import Bpe
-from mtkit.config import Config
+from mtkit.config.experiment import Config
 from mtkit.data.batching import Batch, TokenBatchSampler, collate, sampler_for
+from mtkit.data.bpe import Bpe
 from mtkit.data.prefetch import Prefetcher
 from mtkit.data.shards import ParallelData
 from mtkit.device import autocast, autocast_dtype, resolve_device, thread_count, threads

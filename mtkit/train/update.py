@@ -15,7 +15,7 @@ import contextlib
 import torch
 from torch import Tensor, nn
 
-from mtkit.config import TrainingConfig
+from mtkit.config.experiment import TrainingConfig
 from mtkit.data.batching import Batch
 from mtkit.device import DistInfo, autocast
 from mtkit.errors import MtkitError

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from mtkit.bpe import Bpe
-from mtkit.config import Config
-from mtkit.corpora import line_directions
+from mtkit.config.experiment import Config
 from mtkit.data.batching import TokenBatchSampler, collate
+from mtkit.data.bpe import Bpe
+from mtkit.data.corpora import line_directions
 from mtkit.data.shards import ParallelData
+from mtkit.decode.search import search
 from mtkit.models.base import Seq2Seq
-from mtkit.search import search
 from mtkit.train.loss import projected_label_smoothed_nll
 
 #: token budget of the greedy-search batches (source tokens): validation's own, not a model setting.

@@ -19,10 +19,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from mtkit.config import DecodingConfig
+from mtkit.config.experiment import DecodingConfig
+from mtkit.decode.translation import Hypothesis, normalise
 from mtkit.errors import ConfigError
 from mtkit.models.base import EncoderOutput, Seq2Seq
-from mtkit.translation import Hypothesis, normalise
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
 NEG_INF = float("-inf")
@@ -40,7 +40,7 @@ def search(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, *, beam_size: int |
     samples per sentence (temperature, top-k, top-p from ``cfg``; reproducible with ``generator``).
     A beam narrower than ``nbest`` is widened to ``nbest``. ``model`` may be an ``Ensemble``.
     ``start`` [B]: each sentence's first decoder input, BOS where None (a multilingual model with
-    decoder-side language tags starts from the tag instead: `mtkit.corpora`); it is no output token.
+    decoder-side language tags starts from the tag instead: `mtkit.data.corpora`); it is no output token.
     """
     if nbest < 1:
         raise ConfigError(f"nbest must be at least 1, not {nbest}")

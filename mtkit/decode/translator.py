@@ -1,7 +1,7 @@
 """Translator: text in, text out, rebuilt entirely from a model directory (or one checkpoint).
 
 Pipeline per chunk of input lines: clean (control characters) → cut each line into sentences, and a
-sentence longer than the model takes into pieces (`mtkit.segment`) → BPE-encode → sort all pieces by
+sentence longer than the model takes into pieces (`mtkit.decode.segment`) → BPE-encode → sort all pieces by
 length and cut into token-budget batches → search → restore the input order → join each line's
 pieces → BPE-decode. A model trained on sentences is given sentences: a paragraph is translated
 sentence by sentence, each sentence an ordinary batch member. Exactly one translation per input line,
@@ -16,7 +16,7 @@ is read from, or written to, a checkpoint except the model's own decoding sectio
 ``SearchOptions.overrides`` may change. A Translator leaves process-wide settings (PyTorch's thread
 count) as it found them.
 
-Two engines search (`mtkit.engine`): PyTorch with `mtkit.search` for a model directory, and
+Two engines search (`mtkit.decode.engine`): PyTorch with `mtkit.decode.search` for a model directory, and
 CTranslate2 for a directory written by `mtkit export`; ``LoadOptions.engine`` (auto by default) picks
 one, and everything around the search is the same for both. This module imports neither engine, so
 an exported model translates without PyTorch in the process.
@@ -33,18 +33,14 @@ from typing import Any
 
 import numpy as np
 
-from mtkit.bpe import Bpe
-from mtkit.config import DecodingConfig
-from mtkit.corpora import tag
+from mtkit.config.experiment import DecodingConfig
 from mtkit.data.batching import pack_sorted
-from mtkit.device import thread_count
-from mtkit.engine import Engine, open_engine, resolve_engine
-from mtkit.errors import ConfigError, MtkitError
-from mtkit.glossary import Glossary, encode_constraints
-from mtkit.options import LoadOptions, SearchOptions
-from mtkit.segment import clean_line, cut_sentence, split_sentences
-from mtkit.textio import warn
-from mtkit.translation import (
+from mtkit.data.bpe import Bpe
+from mtkit.data.corpora import tag
+from mtkit.decode.engine import Engine, open_engine, resolve_engine
+from mtkit.decode.glossary import Glossary, encode_constraints
+from mtkit.decode.segment import clean_line, cut_sentence, split_sentences
+from mtkit.decode.translation import (
     Candidate,
     Hypothesis,
     Translation,
@@ -52,6 +48,10 @@ from mtkit.translation import (
     join_attention,
     normalise,
 )
+from mtkit.device import thread_count
+from mtkit.errors import ConfigError, MtkitError
+from mtkit.options import LoadOptions, SearchOptions
+from mtkit.textio import warn
 
 
 def _options_from(kwargs: dict[str, Any], load: LoadOptions | None,
@@ -165,8 +165,8 @@ class Translator:
         return twin
 
     def _target_tag(self, tgt_lang: str) -> int | None:
-        """The id of the tag asking for ``tgt_lang`` (`mtkit.corpora`: a source or a target subword); None
-        for a model of one language pair, which takes no tag (and no other target language)."""
+        """The id of the tag asking for ``tgt_lang`` (`mtkit.data.corpora`: a source or a target subword);
+        None for a model of one language pair, which takes no tag (and no other target language)."""
         targets = self.meta.languages.get("tgt", [])
         if not targets:
             if tgt_lang and tgt_lang != self.meta.tgt_lang:

@@ -77,7 +77,7 @@ def train_bpe(inputs: list[str], model_prefix: str, vocab_size: int = 8000,
               character_coverage: float = 1.0, input_sentence_size: int = BPE_SAMPLE_SENTENCES,
               seed: int = 1, symbols: list[str] | None = None) -> Path:
     """Train a BPE model on one or more files (joint when several); returns PREFIX.model. ``symbols``
-    become pieces of their own, never split or merged (the language tags of `mtkit.corpora`)."""
+    become pieces of their own, never split or merged (the language tags of `mtkit.data.corpora`)."""
     if not inputs:
         raise MtkitError("bpe train: give at least one --input file")
     sentences = _sample_sentences(inputs, input_sentence_size, seed)

@@ -4,7 +4,7 @@ Every field carries its documentation in ``metadata["doc"]``; ``mtkit config-key
 all, and docs/config.md is generated from the same source (``mtkit config-keys --markdown``). Ranges
 live in ``metadata["min"]`` / ``metadata["max"]`` so a bad value is reported with the key's full
 dotted name; ``metadata["when"]`` says where a key applies (one architecture, one LR schedule, …), and
-a key set where it would have no effect is refused (mtkit.config_checks).
+a key set where it would have no effect is refused (mtkit.config.checks).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 import yaml
 
-from mtkit.config_checks import Condition, Not, check_applicable, coerce, suggest
-from mtkit.config_data import BpeConfig, DataConfig
-from mtkit.config_data import config_field as _f
+from mtkit.config.checks import Condition, Not, check_applicable, coerce, suggest
+from mtkit.config.data_sections import BpeConfig, DataConfig
+from mtkit.config.data_sections import config_field as _f
 from mtkit.errors import ConfigError
 
 #: the resolved config beside the data it made (data.dir) and the model it trained (model_dir)
@@ -272,7 +272,7 @@ def _check_consistency(cfg: Config) -> None:
     if len(cfg.training.betas) != 2:
         raise ConfigError("training.betas: expected two numbers [beta1, beta2]")
     if cfg.data.corpora:  # its items are checked with the file that holds them, as every key is
-        from mtkit.corpora import check_corpora
+        from mtkit.data.corpora import check_corpora
 
         check_corpora(cfg.data)
 

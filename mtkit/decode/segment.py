@@ -22,7 +22,7 @@ import math
 import re
 import unicodedata
 
-from mtkit.bpe import Bpe
+from mtkit.data.bpe import Bpe
 
 _CLOSERS = "\"'”’»)\\]}」』）】〉》"
 _OPENERS = "\"'“‘„«([{¿¡「『（【〈《"

@@ -1,4 +1,5 @@
-"""The checks behind mtkit.config: value types, key suggestions, and which keys apply to which config.
+"""The checks behind mtkit.config.experiment: value types, key suggestions, and which keys apply to
+which config.
 
 A key that applies only under a condition (to one architecture, to one LR schedule, …) says so in its
 field's ``metadata["when"]``: ``{"arch": ("rnn",)}``, ``{"schedule": ("plateau",)}``,
@@ -6,7 +7,7 @@ field's ``metadata["when"]``: ``{"arch": ("rnn",)}``, ``{"schedule": ("plateau",
 another. ``check_applicable`` refuses a config that sets such a key where it would have no effect,
 since a user who sees no error believes the setting was applied; ``applies_to`` renders the same
 conditions for ``mtkit config-keys``. This module knows nothing of the sections themselves, so
-mtkit.config (which defines them) can import it.
+mtkit.config.experiment (which defines them) can import it.
 """
 
 from __future__ import annotations

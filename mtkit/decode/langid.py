@@ -20,8 +20,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from mtkit.decode.segment import clean_line
 from mtkit.errors import ConfigError
-from mtkit.segment import clean_line
 
 NEEDS = ("language detection needs py3langid: pip install 'mtkit[serve]' "
          "(or pip install 'py3langid>=0.4,<0.5')")

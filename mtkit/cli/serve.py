@@ -1,4 +1,4 @@
-"""The options of `mtkit serve` (registered as a command by `mtkit.cli`; apart because they are many).
+"""The options of `mtkit serve` (registered as a command by `mtkit.cli.app`; apart because they are many).
 
 The server itself is imported only when the command runs, so `mtkit --help` stays fast.
 """
@@ -42,9 +42,9 @@ def serve_command(
                                               help="Match the glossary's source terms in any case."),
 ) -> None:
     """Serve models over HTTP: LibreTranslate's API, mtkit's /v1 API and a web page at /."""
+    from mtkit.decode.translator import LoadOptions
     from mtkit.serve import ServeOptions
     from mtkit.serve import serve as run_server
-    from mtkit.translator import LoadOptions
 
     load = LoadOptions(device=device, checkpoint=checkpoint, precision=precision, int8=int8, threads=threads,
                        engine=engine, shortlist=not no_shortlist)

@@ -3,9 +3,9 @@
 An engine turns batches of source subword ids into hypotheses; everything around that (cleaning,
 sentence splitting, BPE, batching, order, output formats) is the Translator's and the same for both:
 
-* ``torch`` (`mtkit.torch_engine.TorchEngine`): a model directory (or checkpoint, or ensemble),
-  searched by `mtkit.search` in PyTorch;
-* ``ct2`` (`mtkit.ct2.Ct2Model`): a directory written by `mtkit export --format ct2`, searched by
+* ``torch`` (`mtkit.decode.torch_engine.TorchEngine`): a model directory (or checkpoint, or ensemble),
+  searched by `mtkit.decode.search` in PyTorch;
+* ``ct2`` (`mtkit.decode.ct2.Ct2Model`): a directory written by `mtkit export --format ct2`, searched by
   CTranslate2. It runs without importing PyTorch (only attention matrices, when asked for, are
   tensors), which is what keeps an exported model's translation process small.
 
@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from mtkit.errors import ConfigError, MtkitError
 
 if TYPE_CHECKING:
-    from mtkit.config import Config, DecodingConfig
+    from mtkit.config.experiment import Config, DecodingConfig
     from mtkit.data.meta import DataMeta
+    from mtkit.decode.translation import Hypothesis
     from mtkit.options import LoadOptions
-    from mtkit.translation import Hypothesis
 
 ENGINES = ("auto", "torch", "ct2")
 
@@ -48,14 +48,14 @@ class Engine(Protocol):
                ) -> list[list[Hypothesis]]:
         """Hypotheses (best first, at most ``nbest``) for each source in ``batch`` (subword ids, no
         padding, any order of lengths); ``start``: the decoder's first input, BOS where None (a
-        decoder-side language tag: `mtkit.corpora`)."""
+        decoder-side language tag: `mtkit.data.corpora`)."""
         ...
 
 
 def resolve_engine(model: str | Path, engine: str = "auto") -> str:
     """"torch" or "ct2" for ``model``: auto picks ct2 for a directory written by `mtkit export
     --format ct2` and torch for anything else; an explicit engine must fit what ``model`` is."""
-    from mtkit.ct2 import is_exported
+    from mtkit.decode.ct2 import is_exported
 
     if engine not in ENGINES:
         raise ConfigError(f"--engine {engine!r}: use auto, torch or ct2")
@@ -76,19 +76,19 @@ def open_engine(engine: str, model: str | Path, load: LoadOptions, overrides: Se
     """Engine ``engine`` ("torch" or "ct2", from ``resolve_engine``) on ``model``, loaded and ready
     to search."""
     if engine == "ct2":
-        from mtkit.ct2 import Ct2Model
+        from mtkit.decode.ct2 import Ct2Model
 
         return Ct2Model(model, load, overrides, threads, attention_layer, seed)
-    from mtkit.torch_engine import TorchEngine
+    from mtkit.decode.torch_engine import TorchEngine
 
     return TorchEngine(model, load, overrides, threads, attention_layer, seed)
 
 
 def stored_languages(model: str | Path) -> dict[str, Any]:
-    """The languages record of a model directory, checkpoint or export (`mtkit.corpora.languages`):
+    """The languages record of a model directory, checkpoint or export (`mtkit.data.corpora.languages`):
     {} for a model of one language pair, or where there is no record to read (loading will say why)."""
-    from mtkit.ct2 import is_exported, read_manifest
     from mtkit.data.meta import read_meta
+    from mtkit.decode.ct2 import is_exported, read_manifest
 
     try:
         if is_exported(model):

@@ -20,7 +20,7 @@ from mtkit.errors import ConfigError
 if TYPE_CHECKING:  # attention is a tensor; torch is not needed to handle translations without it
     from torch import Tensor
 
-    from mtkit.config import DecodingConfig
+    from mtkit.config.experiment import DecodingConfig
 
 
 @dataclass

@@ -16,8 +16,8 @@ from pathlib import Path
 import torch
 
 from mtkit.checkpoint import load_checkpoint, resolve_checkpoint
-from mtkit.config import Config, apply_overrides, from_dict
-from mtkit.config_checks import check_applicable
+from mtkit.config.checks import check_applicable
+from mtkit.config.experiment import Config, apply_overrides, from_dict
 from mtkit.data.meta import DataMeta, read_meta
 from mtkit.errors import CheckpointError, ConfigError, DataError
 from mtkit.models import Seq2Seq, build_model

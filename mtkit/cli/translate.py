@@ -1,4 +1,4 @@
-"""The options of `mtkit translate` (registered as a command by `mtkit.cli`; apart because they are
+"""The options of `mtkit translate` (registered as a command by `mtkit.cli.app`; apart because they are
 many). The stage is imported only when the command runs, so `mtkit --help` stays fast."""
 
 from __future__ import annotations
@@ -81,8 +81,8 @@ def translate_command(
         help='Each input line is JSON: {"text": ..., "constraints": [target strings]}.'),
 ) -> None:
     """Translate text with greedy or beam search (stdin → stdout by default)."""
+    from mtkit.decode.translator import LoadOptions, SearchOptions
     from mtkit.translate import OutputOptions, run_translate
-    from mtkit.translator import LoadOptions, SearchOptions
 
     overrides = list(set)
     if greedy and beam not in (None, 1):

@@ -3,7 +3,7 @@
 ``render_markdown()`` is what ``mtkit config-keys --markdown`` prints: one Markdown table per config
 section (key | type | default | applies to | meaning), built from ``describe_keys()`` and the
 sections' own docstrings and value ranges. "applies to" comes from each field's ``when`` conditions
-(mtkit.config_checks), the same data that refuses a key set where it has no effect.
+(mtkit.config.checks), the same data that refuses a key set where it has no effect.
 tests/test_docs.py checks that docs/config.md equals it.
 """
 
@@ -14,8 +14,8 @@ import dataclasses
 import typing
 from typing import Literal
 
-from mtkit import config
-from mtkit.config_checks import applies_to
+from mtkit.config import experiment as config
+from mtkit.config.checks import applies_to
 
 COMMAND = "mtkit config-keys --markdown > docs/config.md"
 
@@ -94,7 +94,8 @@ def render_markdown() -> str:
     lines = [
         "# Config keys",
         "",
-        f"*Generated from the typed config (mtkit/config.py) by `{COMMAND}`: edit the code, not this page.*",
+        f"*Generated from the typed config (mtkit/config/experiment.py) by `{COMMAND}`: edit the code, "
+        "not this page.*",
         "",
         _INTRO,
         "",

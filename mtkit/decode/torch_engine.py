@@ -1,5 +1,5 @@
 """The torch engine behind `mtkit.Translator`: a trained model directory (a checkpoint, or an
-ensemble of model directories) searched by `mtkit.search` in PyTorch.
+ensemble of model directories) searched by `mtkit.decode.search` in PyTorch.
 
 It loads the model on its device in its decoding dtype (or dynamically quantized to int8), pads each
 batch of subword ids into one tensor and runs the search under ``torch.inference_mode`` with
@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from mtkit.config import DecodingConfig
-from mtkit.constrained import constrained_search
+from mtkit.config.experiment import DecodingConfig
+from mtkit.decode.constrained import constrained_search
+from mtkit.decode.loader import load_for_decoding
+from mtkit.decode.search import search
+from mtkit.decode.translation import Hypothesis
 from mtkit.device import decode_dtype, resolve_device, threads
-from mtkit.loader import load_for_decoding
-from mtkit.search import search
-from mtkit.translation import Hypothesis
 from mtkit.vocab import PAD_ID
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class TorchEngine:
                            soft_bonus: float | None = None, word_pieces: Sequence[int] = (),
                            start: int | None = None) -> list[list[Hypothesis]]:
         """Like ``search``, each output containing its sentence's ``constraints`` (subword runs): hard,
-        or with ``soft_bonus`` a bonus per constraint subword (`mtkit.constrained`). ``word_pieces``:
+        or with ``soft_bonus`` a bonus per constraint subword (`mtkit.decode.constrained`). ``word_pieces``:
         the ids of subwords that continue a word (none may follow a completed constraint)."""
         if not batch:
             return []

@@ -16,9 +16,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from mtkit.decode.translation import Translation, one_line
 from mtkit.errors import ConfigError
 from mtkit.textio import output_file
-from mtkit.translation import Translation, one_line
 
 
 def check_review_options(flag_file: str | None, min_confidence: float | None, resume: bool,

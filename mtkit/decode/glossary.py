@@ -6,7 +6,7 @@ words: not preceded or followed by a letter, digit or underscore ("Save" occurs 
 "Save/Load", not in "Saved" or "unsaved"). Matching is case-sensitive ("Save" is not "save"), or
 case-insensitive with ``ignore_case``. Where terms overlap, the longest wins ("Save As" over "Save").
 Each target term that a sentence calls for becomes one constraint on its translation: its BPE
-subwords, which must appear in the output as a contiguous run (see `mtkit.constrained`).
+subwords, which must appear in the output as a contiguous run (see `mtkit.decode.constrained`).
 
 Refused, with the file and line: a line without exactly one TAB, an empty term, one source term with
 two different targets, and a target term the model's BPE cannot encode (it would need an unknown
@@ -19,9 +19,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from mtkit.bpe import Bpe
+from mtkit.data.bpe import Bpe
+from mtkit.decode.segment import valid_unicode
 from mtkit.errors import DataError
-from mtkit.segment import valid_unicode
 from mtkit.vocab import UNK_ID
 
 

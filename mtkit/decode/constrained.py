@@ -15,7 +15,7 @@ the subwords it still needs fill the steps left before its length limit, it may 
 length. Soft constraints (``hard=False``) only add ``bonus`` to a hypothesis's ranking score per
 constraint subword it has met, and may be left out.
 
-The model steps all sentences' beams together, as `mtkit.search` does; the choice of beams is made
+The model steps all sentences' beams together, as `mtkit.decode.search` does; the choice of beams is made
 per sentence in Python over a few candidates each (the scores are gathered on the device first).
 A beam narrower than the number of constraints + 1 is widened to it (greedy search included).
 """
@@ -27,10 +27,17 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from mtkit.config import DecodingConfig
+from mtkit.config.experiment import DecodingConfig
+from mtkit.decode.search import (
+    NEG_INF,
+    _append_attention,
+    _attention_rows,
+    _length_limits,
+    _mask_step,
+    start_tokens,
+)
+from mtkit.decode.translation import Hypothesis, normalise
 from mtkit.models.base import Seq2Seq
-from mtkit.search import NEG_INF, _append_attention, _attention_rows, _length_limits, _mask_step, start_tokens
-from mtkit.translation import Hypothesis, normalise
 from mtkit.vocab import EOS_ID
 
 Constraints = list[list[int]]  # one sentence's constraints: subword sequences
@@ -90,7 +97,7 @@ def constrained_search(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, constra
     ``word_pieces`` [V] bool marks the subwords that continue the word before them (no leading ▁):
     none may follow a completed constraint, so that a term stays a whole word ("Papierkorb" and not
     "Papierkorbs"). ``start`` [B]: each sentence's first decoder input (BOS where None), as in
-    `mtkit.search.search`."""
+    `mtkit.decode.search.search`."""
     batch, device = src.size(0), src.device
     k = max(beam_size, nbest, 1 + max((len(c) for c in constraints), default=0))
     totals = [sum(len(c) for c in cs) for cs in constraints]

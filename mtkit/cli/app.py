@@ -12,8 +12,8 @@ from pathlib import Path
 import typer
 
 from mtkit import __version__
-from mtkit.cli_serve import serve_command
-from mtkit.cli_translate import translate_command
+from mtkit.cli.serve import serve_command
+from mtkit.cli.translate import translate_command
 from mtkit.device import bound_kernel_caches
 from mtkit.errors import MtkitError, OutputClosed
 from mtkit.vocab import BPE_SAMPLE_SENTENCES
@@ -62,14 +62,14 @@ def bpe_train(
     seed: int = typer.Option(1, help="Sampling seed."),
 ) -> None:
     """Train a BPE model (joint over several inputs). Ids: pad=0 unk=1 bos=2 eos=3."""
-    from mtkit.bpe import Bpe, train_bpe
+    from mtkit.data.bpe import Bpe, train_bpe
 
     path = train_bpe(input, model_prefix, vocab_size, character_coverage, input_sentence_size, seed)
     typer.echo(f"wrote {path} ({len(Bpe(path))} pieces) and {Path(model_prefix + '.vocab')}", err=True)
 
 
 def _filter(model: str, input: str, output: str | None, fmt: str, encode: bool) -> None:
-    from mtkit.bpe import Bpe, decode_stream, encode_stream
+    from mtkit.data.bpe import Bpe, decode_stream, encode_stream
     from mtkit.errors import DataError
     from mtkit.textio import output_file, read_lines, same_file
 
@@ -115,8 +115,8 @@ def prepare(
     force: bool = typer.Option(False, "--force", help="Rebuild even if the outputs are up to date."),
 ) -> None:
     """Validate, filter and binarize parallel data (trains BPE if needed)."""
-    from mtkit.config import load_config
-    from mtkit.prepare import prepare as run_prepare
+    from mtkit.config.experiment import load_config
+    from mtkit.data.prepare import prepare as run_prepare
 
     run_prepare(load_config(config, set), force=force)
 
@@ -143,7 +143,7 @@ def train(
     ),
 ) -> None:
     """Train a model (RNN or Transformer) on prepared data."""
-    from mtkit.config import load_config
+    from mtkit.config.experiment import load_config
     from mtkit.train.trainer import train as run_train
 
     overrides = list(set)
@@ -156,7 +156,7 @@ def train(
     run_train(load_config(config, overrides), resume=resume)
 
 
-app.command("translate")(translate_command)  # `mtkit translate`: options in mtkit/cli_translate.py
+app.command("translate")(translate_command)  # `mtkit translate`: options in mtkit/cli/translate.py
 
 
 @app.command("merge-shards")
@@ -170,7 +170,7 @@ def merge_shards(
     merge_shard_outputs(inputs, output)
 
 
-app.command("serve")(serve_command)  # `mtkit serve`: its many options live in mtkit/cli_serve.py
+app.command("serve")(serve_command)  # `mtkit serve`: its many options live in mtkit/cli/serve.py
 
 
 # ------------------------------------------------------------------------------------------- distill
@@ -193,7 +193,7 @@ def distill(
     report: Path | None = typer.Option(None, "--report", help="Write the counts (JSON) here too."),
 ) -> None:
     """Turn a teacher's translations of the training source into a student's corpus (docs/distill.md)."""
-    from mtkit.distill import DistillOptions, run_distill
+    from mtkit.train.distill import DistillOptions, run_distill
 
     opts = DistillOptions(min_confidence, max_length_ratio, copy_min_chars, mix_original)
     result = run_distill(source, translations, out_source, out_target, opts, original_target, report)
@@ -241,7 +241,7 @@ def average(
     ),
 ) -> None:
     """Average the parameters of the last or best N checkpoints into one."""
-    from mtkit.average import average_checkpoints
+    from mtkit.train.average import average_checkpoints
 
     path = average_checkpoints(model_dir, last=last, best=best, output=output)
     typer.echo(f"wrote {path}", err=True)
@@ -289,14 +289,14 @@ def config_keys(
 ) -> None:
     """List every config key with its type, default and meaning."""
     if markdown:
-        from mtkit.config_docs import render_markdown
+        from mtkit.config.docs import render_markdown
 
         typer.echo(render_markdown(), nl=False)
         return
     from rich.console import Console
     from rich.table import Table
 
-    from mtkit.config_docs import describe_keys
+    from mtkit.config.docs import describe_keys
 
     table = Table("key", "type", "default", "applies to", "meaning")
     for row in describe_keys():
@@ -322,7 +322,7 @@ def params(
     from rich.console import Console
     from rich.table import Table
 
-    from mtkit.config import load_config
+    from mtkit.config.experiment import load_config
     from mtkit.data.meta import read_meta
     from mtkit.models.summary import build_on_meta, parameter_breakdown
 

@@ -34,9 +34,9 @@ from rich.console import Console
 from rich.progress import Progress
 
 from mtkit import __version__
-from mtkit.bpe import Bpe, train_bpe
-from mtkit.config import CONFIG_FILE, BpeConfig, Config, DataConfig, save_config
-from mtkit.corpora import bpe_sample, languages, split_tags, tag, write_tagged
+from mtkit.config.experiment import CONFIG_FILE, BpeConfig, Config, DataConfig, save_config
+from mtkit.data.bpe import Bpe, train_bpe
+from mtkit.data.corpora import bpe_sample, languages, split_tags, tag, write_tagged
 from mtkit.data.meta import META_FILE, DataMeta, read_meta, write_meta
 from mtkit.data.shards import ShardWriter, token_dtype
 from mtkit.data.split_stats import SplitStats, print_summary, progress_display
@@ -64,7 +64,7 @@ def prepare(cfg: Config, force: bool = False, console: Console | None = None) ->
     """Build (or confirm up to date) the data directory `cfg.data.dir`; returns its meta.json record."""
     console = console or Console(stderr=True, soft_wrap=True)
     if cfg.data.corpora:  # several corpora, one multilingual model: their tagged text is prepared
-        corpora = cfg.data.corpora  # checked when the config was loaded (mtkit.corpora.check_corpora)
+        corpora = cfg.data.corpora  # checked when the config was loaded (mtkit.data.corpora.check_corpora)
         inputs = [SplitInput(s, *f) for c in corpora for s in SPLITS
                   if (f := (getattr(c, f"{s}_src"), getattr(c, f"{s}_tgt")))[0]]
         fp = fingerprint(cfg, inputs)
@@ -128,7 +128,7 @@ def _prepare(cfg: Config, splits: list[SplitInput], fp: str, force: bool, consol
                 stats[s.name] = encode_split(s, src_bpe, tgt_bpe, stage, dtype, cfg.data, apply_filter,
                                              progress, tag_ids, on_target, [c["input"] for c in corpora])
                 for count, kept in zip(corpora, stats[s.name].kept_by_group, strict=True):
-                    count["kept"] = kept  # where each corpus lies in the shards (mtkit.corpora.train_draws)
+                    count["kept"] = kept  # where each corpus lies in the shards (corpora.train_draws)
         for s in splits:
             if stats[s.name].sentences == 0:
                 raise DataError(f"{s.name}: every pair was filtered out of {s.src} / {s.tgt}; check "
@@ -352,7 +352,7 @@ def encode_split(s: SplitInput, src_bpe: Bpe, tgt_bpe: Bpe, out: Path, dtype: An
                  on_target: bool = False, groups: list[int] | None = None) -> SplitStats:
     """Stream one split through BPE into its two shards; dev/test keep pairs with an empty side. With
     ``tag_ids``, a source line's leading language tag (a target line's, ``on_target``) becomes that
-    one id (`mtkit.corpora`); a target's tag counts for no filter. ``groups``: the line counts of
+    one id (`mtkit.data.corpora`); a target's tag counts for no filter. ``groups``: the line counts of
     consecutive corpora, whose kept pairs are counted (``stats.kept_by_group``)."""
     started = time.perf_counter()
     stats = SplitStats()

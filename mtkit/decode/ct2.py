@@ -4,7 +4,7 @@
 model directory: the sentencepiece model(s) and a manifest (``mtkit_export.json``) holding the
 model's config, vocabulary meta and how text is tokenized. ``Ct2Model`` loads such a directory into
 a ``ctranslate2.Translator`` and answers ``search`` for batches of source subword ids with the same
-``Hypothesis`` objects as ``mtkit.search``, so cleaning, long-line splitting, batching, order,
+``Hypothesis`` objects as ``mtkit.decode.search``, so cleaning, long-line splitting, batching, order,
 n-best lists and output formats stay the Translator's, shared by both engines.
 
 How mtkit's search settings map (docs/export.md has the full table):
@@ -13,7 +13,7 @@ How mtkit's search settings map (docs/export.md has the full table):
 * Beam search: CTranslate2 keeps the K best non-EOS extensions of the 2K best, like mtkit. With
   ``length_norm`` gnmt or average it stops a sentence at K finished hypotheses (mtkit's rule for
   gnmt); the raw log-probabilities are recovered and the hypotheses reranked with
-  ``mtkit.translation.normalise``. With ``length_norm`` none it stops when the best beam ends, which
+  ``mtkit.decode.translation.normalise``. With ``length_norm`` none it stops when the best beam ends, which
   finds the same best hypothesis as mtkit's bound.
 * Length limits are per sentence: a batch runs to its longest sentence's limit and a sentence whose
   search went past its own limit is searched again with that limit. At a limit CTranslate2 stops the
@@ -37,20 +37,20 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from mtkit.bpe import Bpe
-from mtkit.config import Config, DecodingConfig, apply_overrides, from_dict
+from mtkit.config.experiment import Config, DecodingConfig, apply_overrides, from_dict
+from mtkit.data.bpe import Bpe
 from mtkit.data.meta import DataMeta
+from mtkit.decode.translation import Hypothesis, normalise
 from mtkit.device import check_decode_precision
 from mtkit.errors import CheckpointError, ConfigError, DataError, MtkitError
 from mtkit.textio import warn
-from mtkit.translation import Hypothesis, normalise
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
 if TYPE_CHECKING:
     from mtkit.options import LoadOptions
 
 MANIFEST = "mtkit_export.json"
-VMAP = "vmap.txt"  # the vocabulary map (shortlist) `mtkit export --shortlist` writes (mtkit.shortlist)
+VMAP = "vmap.txt"  # the vocabulary map (shortlist) `mtkit export --shortlist` writes (mtkit.decode.shortlist)
 #: source subwords of one CPU sub-batch (see Ct2Model); divided by the beam size for int8 weights
 SUB_BATCH_TOKENS = 1024
 FORMAT = "mtkit-ct2"
@@ -193,7 +193,7 @@ class Ct2Model:
             if torch and torch.get_num_threads() != before:
                 torch.set_num_threads(before)
         self.model = self.translator
-        # a shortlisted export: each batch may use only its source words' candidates (mtkit.shortlist)
+        # a shortlisted export: each batch may use only its source words' candidates (mtkit.decode.shortlist)
         self.use_vmap = load.shortlist and (self.model_dir / VMAP).is_file()
         self.device = f"{device}:{index}" if device == "cuda" else device
         self.dtype = self.translator.compute_type

@@ -1,8 +1,8 @@
-"""The data and bpe sections of the experiment config (`mtkit.config` holds the rest and the loader),
-and ``config_field``: a dataclass field with its documentation, range and applicability.
+"""The data and bpe sections of the experiment config (`mtkit.config.experiment` holds the rest and the
+loader), and ``config_field``: a dataclass field with its documentation, range and applicability.
 
 A multilingual model is configured by ``data.corpora``: a list of corpora, each with its two languages
-(``CorpusConfig``); `mtkit prepare` tags each pair with its target language (`mtkit.corpora`).
+(``CorpusConfig``); `mtkit prepare` tags each pair with its target language (`mtkit.data.corpora`).
 """
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mtkit.config_checks import Condition, Not
+from mtkit.config.checks import Condition, Not
 from mtkit.vocab import BPE_SAMPLE_SENTENCES
 
 
 def _f(default: Any, doc: str, lo: float | None = None, hi: float | None = None,
        when: dict[str, Condition] | None = None) -> Any:
     """A dataclass field with its documentation, optional inclusive range and the conditions under
-    which it applies (``when``, see mtkit.config_checks: set elsewhere, the key is refused)."""
+    which it applies (``when``, see mtkit.config.checks: set elsewhere, the key is refused)."""
     meta: dict[str, Any] = {"doc": doc}
     if when:
         meta["when"] = when
@@ -109,6 +109,6 @@ class BpeConfig:
                    "input_sentence_size).", when={"input_sentence_size": Not(0)})
 
 
-config_field = _f  # for mtkit.config
+config_field = _f  # for mtkit.config.experiment
 
 __all__ = ["BpeConfig", "CorpusConfig", "DataConfig", "config_field"]

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from mtkit.config_data import CorpusConfig, DataConfig
+from mtkit.config.data_sections import CorpusConfig, DataConfig
 from mtkit.errors import ConfigError
 from mtkit.textio import read_lines, scan_pair
 

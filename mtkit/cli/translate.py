@@ -79,6 +79,15 @@ def translate_command(
         help="Language to translate into (needed where the model knows several; docs/multilingual.md)."),
     json_input: bool = typer.Option(False, "--json-input",
         help='Each input line is JSON: {"text": ..., "constraints": [target strings]}.'),
+    format: str = typer.Option("auto", "--format", "-f",
+        help="text, po (gettext catalog) or html; auto: by the input's extension (.po/.pot, .html/.htm)."),
+    placeholders: bool | None = typer.Option(None, "--placeholders/--no-placeholders",
+        help="Keep printf/brace/dollar placeholders, tags, entities, escapes, accelerators: a line whose "
+             "translation would break one is left as it is and reported (default: on for po and html)."),
+    retranslate: bool = typer.Option(False, "--retranslate",
+        help="po: translate the entries that already have a translation too."),
+    fuzzy: bool = typer.Option(True, "--fuzzy/--no-fuzzy",
+        help="po: flag machine translations fuzzy, for translators to review."),
 ) -> None:
     """Translate text with greedy or beam search (stdin → stdout by default)."""
     from mtkit.decode.translator import LoadOptions, SearchOptions
@@ -102,5 +111,6 @@ def translate_command(
     out = OutputOptions(json=json_out, alignment=alignment, scores=scores, min_confidence=min_confidence,
                         flag_file=flag_file, attention_plot=attention_plot,
                         attention_plot_max=attention_plot_max, attention_head=attention_head,
-                        resume=resume, shard=shard, json_input=json_input)
+                        resume=resume, shard=shard, json_input=json_input, format=format,
+                        placeholders=placeholders, retranslate=retranslate, fuzzy=fuzzy)
     run_translate(model, input, output, load, search, out)

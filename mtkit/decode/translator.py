@@ -1,25 +1,23 @@
 """Translator: text in, text out, rebuilt entirely from a model directory (or one checkpoint).
 
-Pipeline per chunk of input lines: clean (control characters) → cut each line into sentences, and a
-sentence longer than the model takes into pieces (`mtkit.decode.segment`) → BPE-encode → sort all pieces by
-length and cut into token-budget batches → search → restore the input order → join each line's
-pieces → BPE-decode. A model trained on sentences is given sentences: a paragraph is translated
-sentence by sentence, each sentence an ordinary batch member. Exactly one translation per input line,
-always: an empty line gives an empty translation without touching the model, and nothing is ever
-dropped.
-Input is read in chunks, so arbitrarily long streams run in bounded memory.
+Pipeline per chunk of input lines (so that long streams run in bounded memory): clean (control
+characters) → cut each line into sentences, and a sentence longer than the model takes into pieces
+(`mtkit.decode.segment`) → BPE-encode → sort all pieces by length and cut into token-budget batches →
+search → restore the input order → join each line's pieces → BPE-decode. A model trained on sentences
+is given sentences: a paragraph is translated sentence by sentence, each sentence an ordinary batch
+member. Exactly one translation per input line, always: an empty line gives an empty translation
+without touching the model, and nothing is ever dropped.
 
 Settings come in two small dataclasses: ``LoadOptions`` (which model and how it runs: device,
 precision, threads …) and ``SearchOptions`` (how it searches), defined in `mtkit.options` (the engines
-read ``LoadOptions`` too) and re-exported here. Both are runtime choices: nothing here
-is read from, or written to, a checkpoint except the model's own decoding section, which
-``SearchOptions.overrides`` may change. A Translator leaves process-wide settings (PyTorch's thread
-count) as it found them.
+read ``LoadOptions`` too) and re-exported here. Both are runtime choices: nothing here is read from,
+or written to, a checkpoint except the model's own decoding section, which ``SearchOptions.overrides``
+may change. A Translator leaves process-wide settings (PyTorch's thread count) as it found them.
 
-Two engines search (`mtkit.decode.engine`): PyTorch with `mtkit.decode.search` for a model directory, and
-CTranslate2 for a directory written by `mtkit export`; ``LoadOptions.engine`` (auto by default) picks
-one, and everything around the search is the same for both. This module imports neither engine, so
-an exported model translates without PyTorch in the process.
+Two engines search (`mtkit.decode.engine`): PyTorch with `mtkit.decode.search` for a model directory,
+and CTranslate2 for a directory written by `mtkit export`; ``LoadOptions.engine`` (auto by default)
+picks one, and everything around the search is the same for both. This module imports neither
+engine, so an exported model translates without PyTorch in the process.
 """
 
 from __future__ import annotations
@@ -199,6 +197,10 @@ class Translator:
             pieces = self.tgt_bpe.id_to_piece(list(range(len(self.tgt_bpe))))
             self._continuations = [i for i, p in enumerate(pieces) if p[:1].isalnum()]
         return self._continuations
+
+    @property
+    def can_constrain(self) -> bool:  # translate_chunk takes constraints: a search on the torch engine
+        return hasattr(self.backend, "search_constrained") and not self.sample
 
     def _check_constrainable(self, what: str) -> None:
         if not hasattr(self.backend, "search_constrained"):

@@ -18,6 +18,7 @@ with LibreTranslate's status codes; no request, however malformed, is answered 5
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mtkit.decode.langid import Guess
 from mtkit.errors import ConfigError, MtkitError
+from mtkit.formats.documents import translate_document
 from mtkit.serve.batcher import QueueFull, Settings
 from mtkit.serve.bodies import HTTPError, parse_body, read_body
 from mtkit.serve.metrics import ServerMetrics
@@ -198,11 +200,33 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
         check_key(request, req.api_key)
         return req, [req.q] if isinstance(req.q, str) else req.q
 
+    async def translate_pages(chosen: list[ServedModel], texts: list[str]) -> list[str]:
+        """format html: each text a page or fragment translated with its tags (mtkit.formats.html),
+        off the event loop; a run whose translation would lose or unnest a tag stays as it was."""
+        def page(model: ServedModel, text: str) -> str:
+            def search(lines: list[str], constraints: list[list[str]] | None = None) -> list[str]:
+                future = model.batcher.submit(lines, Settings(model.default_beam, 1), constraints)
+                return [t.text for t in future.result(settings.timeout)]
+
+            retry = search if model.translator.can_constrain else None
+            return translate_document(text, "q", "html", model.target, search, retry).text
+
+        try:
+            return await asyncio.to_thread(lambda: [page(m, t) for m, t in zip(chosen, texts, strict=True)])
+        except MtkitError as exc:  # a page that is not HTML (a mismatched end tag)
+            raise HTTPError(400, f"Invalid request: {exc}") from None
+        except QueueFull as exc:
+            raise HTTPError(503, f"the server is busy: {exc}; try again shortly",
+                            {"Retry-After": "1"}) from None
+        except concurrent.futures.TimeoutError:
+            raise HTTPError(503, f"translation took longer than {settings.timeout:g} s",
+                            {"Retry-After": "5"}) from None
+
     @app.post("/translate")
     async def libre_translate(request: Request) -> Response:
         req, texts = await libre_body(request, LibreRequest)
-        if req.format == "html":
-            raise HTTPError(400, "Invalid request: format html is not supported (mtkit translates text)")
+        if req.format == "html" and req.alternatives:
+            raise HTTPError(400, "Invalid request: alternatives do not combine with format html")
         check_chars(texts)
         if req.alternatives > settings.max_nbest - 1:
             raise HTTPError(400, f"Invalid request: alternatives is at most {settings.max_nbest - 1}")
@@ -215,6 +239,9 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
                 chosen = [models.find(req.source, req.target)] * len(texts)
         except LookupError as exc:
             raise HTTPError(400, str(exc)) from None
+        if req.format == "html":
+            pages = await translate_pages(chosen, texts)
+            return JSONResponse(libre_reply(req.q, [], 0, detected, pages))
         done = await translate_each(chosen, texts, req.alternatives)
         return JSONResponse(libre_reply(req.q, done, req.alternatives, detected))
 

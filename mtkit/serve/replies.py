@@ -40,10 +40,11 @@ def detections(ranked: list[Guess]) -> list[dict[str, Any]]:
 
 
 def libre_reply(q: str | list[str], done: list[Done], alternatives: int,
-                languages: list[Guess] | None) -> dict[str, Any]:
+                languages: list[Guess] | None, pages: list[str] | None = None) -> dict[str, Any]:
     """LibreTranslate's answer: ``translatedText`` (a string, or a list for a list ``q``), with
-    ``alternatives`` and ``detectedLanguage`` (``languages``, each text's, for ``source: auto``)."""
-    texts = [" ".join(t.text for _, t in pairs) for pairs in done]
+    ``alternatives`` and ``detectedLanguage`` (``languages``, each text's, for ``source: auto``).
+    ``pages``: the translated texts of ``format: html``, whole (``done`` is then unused)."""
+    texts = pages if pages is not None else [" ".join(t.text for _, t in pairs) for pairs in done]
     single = isinstance(q, str)
     reply: dict[str, Any] = {"translatedText": texts[0] if single else texts}
     if alternatives > 0:

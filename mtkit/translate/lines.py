@@ -21,7 +21,6 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import IO, Any
@@ -32,36 +31,11 @@ from mtkit.decode.translation import OutputFormat, format_translation
 from mtkit.decode.translator import LoadOptions, SearchOptions, Translator
 from mtkit.device import dist_info_from_env
 from mtkit.errors import ConfigError, DataError, MtkitError
+from mtkit.formats.documents import document_format
 from mtkit.textio import chunked, count_lines, output_file, read_lines, same_file, warn
-
-SIDECAR = ".shard.json"  # OUT + SIDECAR: written when shard OUT is complete; merge-shards reads it
-
-
-@dataclass
-class OutputOptions:
-    """How `mtkit translate` reads its input, and what it writes besides the translations' text."""
-
-    json: bool = False  # JSON lines: text, score, tokens, alignment
-    json_input: bool = False  # input lines are JSON objects: {"text": ..., "constraints": [...]}
-    alignment: bool = False  # TAB + Pharaoh subword alignment after each translation
-    scores: bool = False  # TAB confidence TAB mean log-probability after each translation
-    min_confidence: float | None = None  # with flag_file: list the lines below this confidence there
-    flag_file: str | None = None
-    attention_plot: str | None = None  # directory for attention heatmaps (PNG)
-    attention_plot_max: int = 0  # plot only the first K sentences (0 = all)
-    attention_head: str = "avg"  # a head number or avg
-    progress: bool | None = None  # None: a bar when a file is translated on a terminal
-    resume: bool = False  # continue a partial output file from the next input line
-    shard: str | None = None  # "K/N": translate only shard K of N
-
-    def head(self) -> int | str:
-        if self.attention_head == "avg":
-            return "avg"
-        try:
-            return int(self.attention_head)
-        except ValueError:
-            raise ConfigError(f"--attention-head {self.attention_head!r}: expected a head number or "
-                              "'avg'") from None
+from mtkit.translate.documents import check_protected, protected_lines, translate_document_file
+from mtkit.translate.options import OutputOptions
+from mtkit.translate.shards import SIDECAR, merge_shard_outputs
 
 
 def _invalid_reporter(path: str) -> Callable[[int], None]:
@@ -111,6 +85,11 @@ def run_translate(model: str | Path, input: str = "-", output: str | None = None
         raise ConfigError("--attention-plot-max must be 0 (all) or more")
     job = dist_info_from_env()
     check_review_options(out.flag_file, out.min_confidence, out.resume, out.shard is not None or job.enabled)
+    doc = document_format(input, out.format)
+    if doc != "text" or out.placeholders:
+        check_protected(doc, search, out, job.enabled)
+    if doc != "text":
+        return translate_document_file(model, input, output, doc, load, search, out)
     if job.enabled:
         return _run_ranks(model, input, output, load, search, out, job.rank, job.world_size,
                           job.local_rank, job.local_world_size)
@@ -198,6 +177,13 @@ def _run_chunks(model: str | Path, load: LoadOptions, search: SearchOptions, out
                 start = (index - shard[0]) // shard[1] if shard else index
                 lines, constraints = ([line for _, line in chunk], None) if not out.json_input else \
                     _json_lines(chunk, name)
+                if out.placeholders:  # text alone (check_protected): a line left untranslated is kept
+                    text = protected_lines(translator, chunk, name)
+                    f.write("".join(line + "\n" for line in text))
+                    count += len(chunk)
+                    if bar is not None:
+                        bar.advance(task, len(chunk))
+                    continue
                 translations = translator.translate_chunk(lines, start, need_attention, name, constraints)
                 text = []
                 for tr, (i, _) in zip(translations, chunk, strict=True):
@@ -298,64 +284,6 @@ def _append(output: str, keep: int) -> Iterator[IO[str]]:
 
 
 # --------------------------------------------------------------------------------------------- shards
-def _sidecar(path: str) -> dict[str, Any]:
-    sidecar = Path(f"{path}{SIDECAR}")
-    if not Path(path).is_file():
-        raise DataError(f"merge-shards: shard output not found: {path}")
-    if not sidecar.is_file():
-        raise DataError(f"merge-shards: {path} has no {sidecar.name}: not a finished shard "
-                        "(`mtkit translate --shard K/N` writes it when the shard is complete)")
-    try:
-        info = json.loads(sidecar.read_text(encoding="utf-8"))
-        if not all(isinstance(info[key], int) for key in ("shard", "of", "input_lines", "lines_per_input")):
-            raise TypeError
-    except (OSError, ValueError, KeyError, TypeError):
-        raise DataError(f"merge-shards: {sidecar} is not a shard record of mtkit translate") from None
-    return info
-
-
-def merge_shard_outputs(inputs: list[str], output: str | None) -> int:
-    """Interleave the outputs of `mtkit translate --shard K/N` (given in any order) back into input
-    order: input line i comes from shard i mod N. Checks, before writing anything, that the N shards
-    of one job are all there once and complete. Returns the number of input lines."""
-    output = None if output == "-" else output
-    if not inputs:
-        raise ConfigError("merge-shards: name the shard outputs to merge")
-    # a shell glob may catch the sidecars too: a sidecar names its shard output
-    paths = list(dict.fromkeys(p[: -len(SIDECAR)] if p.endswith(SIDECAR) else p for p in map(str, inputs)))
-    records = [(path, _sidecar(path)) for path in paths]
-    first_path, first = records[0]
-    for path, info in records[1:]:
-        for key in ("of", "input", "input_lines", "lines_per_input", "format"):
-            if info.get(key) != first.get(key):
-                raise DataError(f"merge-shards: {path} and {first_path} are shards of different jobs "
-                                f"({key}: {info.get(key)} vs {first.get(key)})")
-    n, total, per_input = first["of"], first["input_lines"], first["lines_per_input"]
-    by_shard: dict[int, str] = {}
-    for path, info in records:
-        if info["shard"] in by_shard:
-            raise DataError(f"merge-shards: shard {info['shard']}/{n} given twice: {by_shard[info['shard']]} "
-                            f"and {path}")
-        by_shard[info["shard"]] = path
-    missing = [f"{k}/{n}" for k in range(n) if k not in by_shard]
-    if missing:
-        raise DataError(f"merge-shards: shard {', '.join(missing)} of {first['input']} missing "
-                        f"(got {len(by_shard)} of {n})")
-    for k, path in sorted(by_shard.items()):
-        want, got = len(range(k, total, n)) * per_input, count_lines(path)
-        if got != want:
-            raise DataError(f"merge-shards: {path} has {got} lines but shard {k}/{n} of {first['input']} "
-                            f"({total} lines) needs {want}")
-        if output is not None and same_file(path, output):
-            raise DataError(f"merge-shards: --output {output} is one of the shards; write to another file")
-    readers = [read_lines(by_shard[k]) for k in range(n)]
-    with output_file(output) as sink:
-        for i in range(total):
-            reader = readers[i % n]
-            sink.write("".join(next(reader) + "\n" for _ in range(per_input)))
-    return total
-
-
 # ------------------------------------------------------------------------------------------- torchrun
 def _part(output: str | None, input: str, rank: int, world: int) -> Path:
     """Rank ``rank``'s shard file beside OUT (in the working directory for stdout): a fixed name, so

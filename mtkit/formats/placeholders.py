@@ -1,0 +1,241 @@
+"""Placeholders, tags and the other parts of a software string that must come out of translation
+unchanged: a changed ``%d`` is a crashing program, not a worse translation.
+
+Protected: printf directives (``%s``, ``%-10.3f``, ``%1$s``, ``%(name)s``, ``%%``), brace and dollar
+placeholders (``{0}``, ``{name}``, ``{ $name }``, ``${VAR}``, ``$VAR``), inline XML/HTML tags and
+entities (``<b>``, ``</a>``, ``<br/>``, ``&amp;``), line breaks and tabs (real ones, and the escapes
+``\\n`` ``\\t`` written as two characters), an accelerator mark (``_File``, ``&Open``, ``~Save``) where
+the caller names the marks, and the whitespace at a string's ends.
+
+How, so that a written translation keeps every one of them by construction:
+
+1. Structure that need not go through the model is taken out: the ends' whitespace, the line breaks
+   and tabs (each line is translated apart and the breaks put back as they were), the accelerator
+   mark (put back before the first letter of the translation, the same letter where it has one), and
+   a piece made only of placeholders and punctuation (kept as it is).
+2. The rest is translated as it stands; a translation is kept when it holds the source's placeholders
+   exactly, as a multiset (they may move with the target's word order), and the non-positional printf
+   directives in the source's order (their arguments come in that order).
+3. A piece whose translation lost, added or changed one is translated again with its placeholders as
+   hard constraints (the glossary's constrained search; torch engine only) and checked again. A string
+   with a piece still broken is left untranslated (None), with the reason, for the caller to report.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from mtkit.errors import DataError
+
+_PRINTF = (r"%(?:\([A-Za-z_]\w*\)|[1-9]\d*\$)?[-+#0']*(?:\d+|\*)?(?:\.(?:\d+|\*))?"
+           r"(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGaAcsSp%]")
+#: printf directives as C reads them, the space flag too ("% d"): "100% sure" is no directive in prose,
+#: but a translation of a string with directives must not gain one that printf would read
+_PRINTF_C = re.compile(_PRINTF.replace("[-+#0']", "[-+ #0']"))
+_BRACE = r"\{\s*\$[\w-]+\s*\}|\{[\w.\[\]]*(?:![rsa])?(?::[^{}\s]*)?\}"
+_DOLLAR = r"\$\{[A-Za-z_]\w*\}|\$[A-Za-z_]\w*"
+_TAG = (r"</?[A-Za-z][\w:.-]*(?:\s+[\w:.-]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s\"'<>]+))?)*\s*/?>")
+_ENTITY = r"&(?:[A-Za-z][A-Za-z0-9]*|#\d+|#[xX][0-9A-Fa-f]+);"
+PLACEHOLDER = re.compile("|".join(f"(?:{p})" for p in (_PRINTF, _BRACE, _DOLLAR, _TAG, _ENTITY)))
+#: printf directives whose arguments come in order: not %%, not %(name)s, not %1$s
+_ORDERED = re.compile(r"%(?![(%]|[1-9]\d*\$)")
+#: where a string is cut into lines translated apart: line breaks and tabs, real or escaped, with the
+#: spaces around them
+_BREAKS = re.compile(r"(\s*(?:[\n\r\t\v\f]|\\[ntr])\s*)")
+_EDGES = re.compile(r"^(\s*)(.*?)(\s*)$", re.S)
+_WORDY = re.compile(r"[^\W\d_]", re.U)  # a letter: a piece with none needs no translation
+
+#: a translation function: lines in, one translation each out
+TranslateFn = Callable[[list[str]], list[str]]
+#: the same with, per line, the strings its translation must contain
+ConstrainedFn = Callable[[list[str], list[list[str]]], list[str]]
+
+
+def placeholders(text: str) -> list[str]:
+    """The placeholders of ``text``, in order."""
+    return PLACEHOLDER.findall(text)
+
+
+def kept(source: str, translation: str) -> str:
+    """'' when ``translation`` keeps the placeholders of ``source`` (see the module docstring), else
+    what is wrong, in a few words ("lost %s", "added <b>", "%s %d out of order")."""
+    want, got = placeholders(source), placeholders(translation)
+    lost, added = Counter(want) - Counter(got), Counter(got) - Counter(want)
+    if lost or added:
+        return "; ".join(part for part in (
+            "lost " + " ".join(sorted(lost.elements())) if lost else "",
+            "added " + " ".join(sorted(added.elements())) if added else "") if part)
+    if any(p.startswith("%") for p in want):
+        c_lost = Counter(_PRINTF_C.findall(source)) - Counter(_PRINTF_C.findall(translation))
+        c_added = Counter(_PRINTF_C.findall(translation)) - Counter(_PRINTF_C.findall(source))
+        if c_lost or c_added:
+            return "printf directives changed: " + " ".join(sorted({*c_lost, *c_added}))
+    order_want = [p for p in want if _ORDERED.match(p)]
+    if order_want != [p for p in got if _ORDERED.match(p)]:
+        return " ".join(order_want) + " out of order"
+    return ""
+
+
+@dataclass
+class _Piece:
+    """A run of a string: ``fixed`` text kept as it is, or a ``core`` to translate."""
+
+    fixed: str = ""
+    core: str = ""
+
+
+@dataclass
+class _Parsed:
+    pieces: list[_Piece]
+    mark: str = ""  # the accelerator mark taken out ('' for none)
+    mark_letter: str = ""
+    mark_piece: int = -1
+
+
+def _accelerator(text: str, marks: str) -> re.Match[str] | None:
+    """The one accelerator of ``text`` (a mark before a letter or digit, at a word's start; not an
+    entity's ``&``), or None where it has none or several (then nothing is moved)."""
+    if not marks:
+        return None
+    found = [m for m in re.finditer(rf"(?<![\w{re.escape(marks)}])([{re.escape(marks)}])(?=[^\W_])", text)
+             if not (m[1] == "&" and re.match(_ENTITY, text[m.start():]))]
+    return found[0] if len(found) == 1 else None
+
+
+def _parse(text: str, marks: str) -> _Parsed:
+    parsed = _Parsed([])
+    for n, part in enumerate(_BREAKS.split(text)):
+        if n % 2:  # a break
+            parsed.pieces.append(_Piece(fixed=part))
+            continue
+        lead, body, trail = _EDGES.match(part).groups()  # type: ignore[union-attr]
+        if lead:
+            parsed.pieces.append(_Piece(fixed=lead))
+        accel = _accelerator(body, marks)
+        if accel is not None and not parsed.mark:
+            parsed.mark, parsed.mark_letter = accel[1], body[accel.end()]
+            body = body[:accel.start()] + body[accel.end():]
+            parsed.mark_piece = len(parsed.pieces)
+        if body and _WORDY.search(PLACEHOLDER.sub("", body)):
+            parsed.pieces.append(_Piece(core=body))
+        elif body:
+            if parsed.mark_piece == len(parsed.pieces):  # nothing to translate: the mark goes back at once
+                body = _with_mark(body, parsed.mark, parsed.mark_letter)
+                parsed.mark = ""
+            parsed.pieces.append(_Piece(fixed=body))
+        if trail:
+            parsed.pieces.append(_Piece(fixed=trail))
+    return parsed
+
+
+def _with_mark(text: str, mark: str, letter: str) -> str:
+    """``text`` with the accelerator ``mark`` before a letter: the same letter at a word's start if it
+    has one, else the first letter at a word's start, else its first letter or digit, else first."""
+    if not mark:
+        return text
+    outside = [m.start() for m in re.finditer(r"\w", text)
+               if not any(p.start() <= m.start() < p.end() for p in PLACEHOLDER.finditer(text))]
+    starts = [i for i in outside if i == 0 or not text[i - 1].isalnum()]
+    same = [i for i in starts if text[i].lower() == letter.lower()]
+    at = (same or starts or outside or [0])[0]
+    return text[:at] + mark + text[at:]
+
+
+@dataclass
+class Outcome:
+    """What became of one string: its translation, or None and why it was left untranslated."""
+
+    text: str | None
+    problem: str = ""
+    constrained: bool = False  # kept only after the constrained retry
+    checked: list[str] = field(default_factory=list)  # its placeholders, for reports
+
+
+def translate_strings(strings: Sequence[str], translate: TranslateFn,
+                      constrained: ConstrainedFn | None = None, accelerators: str = "") -> list[Outcome]:
+    """Translations of ``strings`` with every placeholder kept, or None with the reason (see the module
+    docstring). ``constrained`` (None where the engine has none) retries the broken pieces;
+    ``accelerators``: the marks that may stand before an accelerator key (e.g. "_&~" for catalogs)."""
+    parsed = [_parse(s, accelerators) for s in strings]
+    cores = [(i, n, piece.core) for i, p in enumerate(parsed)
+             for n, piece in enumerate(p.pieces) if piece.core]
+    texts = translate([c for _, _, c in cores]) if cores else []
+    problems = [kept(core, out) for (_, _, core), out in zip(cores, texts, strict=True)]
+    retried: set[int] = set()
+    broken = [k for k, problem in enumerate(problems) if problem]
+    if broken and constrained is not None:
+        redo = [k for k in broken if placeholders(cores[k][2])]
+        again = _constrained(constrained, [cores[k][2] for k in redo])
+        for k, out in zip(redo, again, strict=True):
+            if out is None:
+                problems[k] += " (and the model cannot write them as constraints)"
+            elif not kept(cores[k][2], out):
+                texts[k], problems[k] = out, ""
+                retried.add(k)
+            else:
+                problems[k] += f"; with them as constraints {out!r}: {kept(cores[k][2], out)}"
+    translated: dict[tuple[int, int], str] = {}
+    failed: dict[int, str] = {}
+    for k, (i, n, core) in enumerate(cores):
+        if problems[k]:
+            failed.setdefault(i, f"{core!r} → {texts[k]!r}: {problems[k]}")
+        translated[(i, n)] = texts[k]
+    outcomes = []
+    for i, p in enumerate(parsed):
+        if i in failed:
+            outcomes.append(Outcome(None, failed[i], checked=placeholders(strings[i])))
+            continue
+        parts = []
+        for n, piece in enumerate(p.pieces):
+            text = translated.get((i, n), piece.fixed)
+            at_mark = n == p.mark_piece and piece.core
+            parts.append(_with_mark(text, p.mark, p.mark_letter) if at_mark else text)
+        was_retried = any(k in retried for k, (j, _, _) in enumerate(cores) if j == i)
+        outcomes.append(Outcome("".join(parts), constrained=was_retried, checked=placeholders(strings[i])))
+    return outcomes
+
+
+def _constrained(constrained: ConstrainedFn, cores: list[str]) -> list[str | None]:
+    """Each core translated with its placeholders as constraints; None for one whose placeholders the
+    model cannot write at all (a subword it does not know)."""
+    if not cores:
+        return []
+    try:
+        return list(constrained(cores, [placeholders(c) for c in cores]))
+    except DataError:
+        pass  # one of them cannot be encoded: find which, one by one
+    out: list[str | None] = []
+    for core in cores:
+        try:
+            out.append(constrained([core], [placeholders(core)])[0])
+        except DataError:
+            out.append(None)
+    return out
+
+
+class _Translator(Protocol):
+    """What ``search_functions`` needs of a `mtkit.decode.translator.Translator` (not imported: the library's
+    formats stand beside decoding, not above it)."""
+
+    can_constrain: bool
+
+    def translate_chunk(self, lines: list[str], start: int = ..., need_attention: bool = ...,
+                        name: str = ..., constraints: Sequence[Sequence[str]] | None = ...) -> list[Any]: ...
+
+
+def search_functions(translator: _Translator, name: str = "<input>"
+                     ) -> tuple[TranslateFn, ConstrainedFn | None]:
+    """A Translator's plain search, and its constrained search where its engine has one: what
+    ``translate_strings`` takes."""
+
+    def plain(lines: list[str]) -> list[str]:
+        return [t.text for t in translator.translate_chunk(lines, name=name)]
+
+    def constrained(lines: list[str], constraints: list[list[str]]) -> list[str]:
+        return [t.text for t in translator.translate_chunk(lines, name=name, constraints=constraints)]
+
+    return plain, (constrained if translator.can_constrain else None)

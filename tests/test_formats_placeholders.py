@@ -1,0 +1,161 @@
+"""Placeholders survive translation by construction (mtkit.formats.placeholders): found in every form,
+taken out where they are structure (ends, line breaks, accelerators), checked in every translation,
+retried as constraints, and a string whose translation would still break one is left untranslated
+with the reason. Stub "models" make each failure happen on purpose; `--placeholders` is checked on a
+real (tiny, random) model through the CLI."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mtkit.errors import DataError
+from mtkit.formats.placeholders import kept, placeholders, translate_strings
+
+
+@pytest.mark.parametrize("text", [
+    "%s", "%d", "%-10.3f", "%1$s", "%2$d", "%(name)s", "%%", "%lu", "%zu", "%5.2lf", "{0}", "{name}", "{}",
+    "{0:.2f}", "{ $count }", "${HOME}", "$PATH", "<b>", "</b>", "<br/>", '<a href="x.html">', "&amp;",
+    "&#160;", "&#x2014;",
+])
+def test_every_kind_of_placeholder_is_found_whole(text):
+    assert placeholders(f"Copy {text} now") == [text]
+
+
+@pytest.mark.parametrize("text", ["100% sure", "50 % off", "a < b > c", "Tom & Jerry", "file_name",
+                                  "costs $5", "{ not one }", "x<y"])
+def test_prose_is_not_a_placeholder(text):
+    assert placeholders(text) == []
+
+
+@pytest.mark.parametrize(("source", "translation", "problem"), [
+    ("Open %s", "Öffne %s", ""),
+    ("%s of %d", "%d von %s", "%s %d out of order"),  # non-positional: the arguments come in order
+    ("%1$s of %2$d", "%2$d von %1$s", ""),  # positional: free to move
+    ("%(a)s and %(b)s", "%(b)s und %(a)s", ""),
+    ("{0} to {1}", "{1} nach {0}", ""),
+    ("Open %s", "Öffne", "lost %s"),
+    ("Open", "Öffne %s", "added %s"),
+    ("Open %s", "Öffne %S", "lost %s; added %S"),
+    ("<b>bold</b> text", "<b>fett Text", "lost </b>"),
+    ("Save %s", "Speichere % s %s", "printf directives changed: % s"),  # printf would read "% s"
+    ("100% sure", "100 % sicher", ""),  # prose without directives: no printf reading
+])
+def test_a_translation_keeps_its_placeholders_or_says_what_broke(source, translation, problem):
+    assert kept(source, translation) == problem
+
+
+def _recording(fn):
+    calls: list[list[str]] = []
+
+    def wrapped(lines, *rest):
+        calls.append(list(lines))
+        return fn(lines, *rest)
+
+    return wrapped, calls
+
+
+def upper_outside(lines):
+    """A stub model that translates by upper-casing words but copies placeholders."""
+    return [re.sub(r"(%\w|<[^>]*>|\{\w*\})|([^%<{]+)", lambda m: m[1] or m[2].upper(), s) for s in lines]
+
+
+def test_structure_is_taken_out_before_the_model_and_put_back():
+    model, calls = _recording(upper_outside)
+    out = translate_strings(["  Open the file\n\tand save it.\n", "Line one\\nline two", "%s:", "_Open file"],
+                            model, accelerators="_&~")
+    assert [o.text for o in out] == ["  OPEN THE FILE\n\tAND SAVE IT.\n", "LINE ONE\\nLINE TWO", "%s:",
+                                     "_OPEN FILE"]
+    # the model saw lines without ends, breaks or the accelerator mark, and nothing for "%s:"
+    assert calls == [["Open the file", "and save it.", "Line one", "line two", "Open file"]]
+
+
+def test_the_accelerator_goes_before_the_same_letter_where_the_translation_has_it():
+    german = {"Save as": "Speichern unter", "Save As": "Als Datei speichern", "Quit": "Beenden",
+              "Open": "Datei öffnen"}
+    out = translate_strings(["_Save as", "Save &As", "&Quit", "~Open"],
+                            lambda lines: [german[s] for s in lines], accelerators="_&~")
+    # the same letter at a word's start where there is one (S, A), else the first word's start
+    assert [o.text for o in out] == ["_Speichern unter", "&Als Datei speichern", "&Beenden", "~Datei öffnen"]
+    assert translate_strings(["&amp; more"], lambda lines: lines, accelerators="&")[0].text == "&amp; more"
+
+
+def test_a_broken_piece_is_retried_with_its_placeholders_as_constraints():
+    def dropping(lines):
+        return [s.replace("%s", "").replace("{0}", "") for s in lines]
+
+    def constrained(lines, constraints):
+        assert constraints == [placeholders(s) for s in lines]
+        return [s + " " + " ".join(c) for s, c in zip([d.strip() for d in dropping(lines)], constraints,
+                                                        strict=True)]
+
+    retry, calls = _recording(constrained)
+    out = translate_strings(["Open %s now", "Copy {0}", "plain words"], dropping, retry)
+    assert [o.text for o in out] == ["Open  now %s", "Copy {0}", "plain words"]
+    assert [o.constrained for o in out] == [True, True, False]
+    assert calls == [["Open %s now", "Copy {0}"]]  # only the broken pieces
+
+
+def test_a_string_still_broken_after_the_retry_is_left_untranslated_with_the_reason():
+    def swapping(lines):
+        return [s.replace("%s of %d", "%d of %s") for s in lines]
+
+    out = translate_strings(["%s of %d", "fine"], swapping, lambda lines, c: swapping(lines))
+    assert out[0].text is None
+    assert "%s %d out of order" in out[0].problem and "as constraints" in out[0].problem
+    assert out[1].text == "fine"
+    # without a constrained search (the ct2 engine) it is left at once
+    alone = translate_strings(["%s of %d"], swapping, None)
+    assert alone[0].text is None and "as constraints" not in alone[0].problem
+
+
+def test_a_placeholder_the_model_cannot_write_leaves_its_string_untranslated():
+    def cannot(lines, constraints):
+        if any("ü" in c for cs in constraints for c in cs):
+            raise DataError("the target term cannot be encoded")
+        return lines
+
+    out = translate_strings(["a {ü} b", "c %s d"], lambda lines: [s.split()[0] for s in lines], cannot)
+    assert out[0].text is None and "cannot write them" in out[0].problem
+    assert out[1].text == "c %s d"  # found one by one: the other is retried as usual
+
+
+def test_one_broken_piece_leaves_its_whole_string_untranslated():
+    out = translate_strings(["First %s.\nSecond line."], lambda lines: [s.replace("%s", "") for s in lines])
+    assert out[0].text is None
+
+
+# ------------------------------------------------------------------------------------ the CLI
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory) -> Path:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_translator import make_model_dir
+
+    return make_model_dir(tmp_path_factory.mktemp("ph-model"), beam_size=2, max_len_a=1.0, max_len_b=6)
+
+
+def test_placeholders_on_plain_text_keep_one_line_per_line_and_never_break_one(model_dir, tmp_path):
+    lines = ["the house %s is small", "where are {0} you going", "we like <b>green</b> tea", "", "plain cat"]
+    src = tmp_path / "in.txt"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "mtkit", "translate", "-m", str(model_dir), "-i", str(src),
+                          "--placeholders", "--device", "cpu"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    out = run.stdout.split("\n")[:-1]
+    assert len(out) == len(lines)
+    for source, target in zip(lines, out, strict=True):
+        assert kept(source, target) == "", (source, target)
+    reported = {int(m[1]) for m in re.finditer(r"in\.txt:(\d+): left untranslated", run.stderr)}
+    assert all(out[n - 1] == lines[n - 1] for n in reported)  # a reported line is written as it was
+
+
+def test_placeholders_refuse_outputs_that_carry_more_than_text(model_dir, tmp_path):
+    run = subprocess.run([sys.executable, "-m", "mtkit", "translate", "-m", str(model_dir), "--placeholders",
+                          "--scores"], input="x\n", capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0
+    assert run.stderr.strip() == ("error: --scores does not combine with --placeholders: it writes the "
+                                  "translated text alone")

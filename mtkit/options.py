@@ -43,6 +43,8 @@ class SearchOptions:
     glossary: str | Path | None = None  # terms the translation must use (mtkit.decode.glossary; torch engine)
     glossary_ignore_case: bool = False  # match the glossary's source terms in any case
     soft_bonus: float | None = None  # None: constraints are hard; a number: soft, this bonus per subword
+    scores: bool = True  # exact scores (ct2: one more pass for a hypothesis cut at the length limit);
+    # False where nothing reads them (plain text output): the text is the same, the search faster
     tgt_lang: str = ""  # the language to translate into: needed where a model knows several (data.corpora)
 
 

@@ -259,6 +259,38 @@ def test_every_sentence_keeps_its_own_length_limit(trained, beam):
                 assert b.hypotheses[0].log_prob == pytest.approx(a.hypotheses[0].log_prob, rel=0.05, abs=0.1)
 
 
+class _Counting:
+    """A CTranslate2 translator that counts its score_batch calls (the forced-EOS pass)."""
+
+    def __init__(self, inner):
+        self.inner, self.scored = inner, 0
+
+    def score_batch(self, *args, **kwargs):
+        self.scored += 1
+        return self.inner.score_batch(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+@needs_ct2
+@pytest.mark.parametrize("beam", [1, 3])
+def test_without_scores_no_pass_scores_what_ranks_nothing_and_the_text_stays(trained, beam):
+    """`mtkit translate` without --scores/--json/--nbest (SearchOptions.scores False): a greedy
+    hypothesis cut at the length limit is not scored again (nothing reads its score); where the forced
+    EOS ranks a beam's hypotheses it still is, so the text is the same either way."""
+    _, exported, lines = trained
+    overrides = ["decoding.max_len_a=0.5", "decoding.max_len_b=1"]  # most sentences reach the limit
+    runs = {}
+    for scores in (True, False):
+        tr = exact(exported, beam_size=beam, overrides=overrides, scores=scores)
+        tr.backend.translator = _Counting(tr.backend.translator)
+        runs[scores] = (tr.translate(lines), tr.backend.translator.scored)
+    assert runs[False][0] == runs[True][0]
+    assert runs[True][1] > 0
+    assert runs[False][1] == (0 if beam == 1 else runs[True][1])
+
+
 @needs_ct2
 def test_everything_that_changes_a_translation_travels_into_the_export(trained, tmp_path, capsys):
     """The input limit a model was trained with (data.max_len: a longer sentence is cut into parts),

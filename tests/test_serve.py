@@ -24,6 +24,8 @@ from fastapi.testclient import TestClient  # noqa: E402
 from mtkit.decode.translation import Translation  # noqa: E402
 from mtkit.decode.translator import LoadOptions  # noqa: E402
 from mtkit.errors import DataError  # noqa: E402
+from mtkit.formats.documents import translate_document  # noqa: E402
+from mtkit.formats.placeholders import search_functions  # noqa: E402
 from mtkit.serve import ServeOptions, build_app  # noqa: E402
 from mtkit.serve.batcher import Batcher, QueueFull, Settings  # noqa: E402
 from mtkit.serve.security import KeyRing  # noqa: E402
@@ -96,12 +98,28 @@ def test_source_auto_names_the_one_source_language(client, reference):
     assert reply["translatedText"] == reference["de"].translate(["green tea"])[0]
 
 
+def test_format_html_translates_each_run_with_its_tags_as_offline_translation_does(client, reference):
+    """LibreTranslate's format html: the page comes back whole, each run translated with its tags as
+    `mtkit translate --format html` translates it (mtkit.formats), what is not text left alone."""
+    pages = ['<p class="x">green tea <b>every</b> day</p>\n<pre>the house is small</pre>',
+             "we like <a href='/x'>bread</a> and tea"]
+    reply = client.post("/translate", json={"q": pages, "source": "en", "target": "de", "format": "html"})
+    assert reply.status_code == 200, reply.text
+    offline_pages = [translate_document(page, "q", "html", "de", *search_functions(reference["de"])).text
+                     for page in pages]
+    assert reply.json() == {"translatedText": offline_pages}
+    assert "<pre>the house is small</pre>" in offline_pages[0] and 'class="x"' in offline_pages[0]
+
+
 @pytest.mark.parametrize(("body", "status", "message"), [
     ({"source": "en", "target": "de"}, 400, "Invalid request: missing q parameter"),
     ({"q": 5, "source": "en", "target": "de"}, 400, "Invalid request: q"),
     ({"q": "x", "source": "fr", "target": "de"}, 400, "fr is not supported"),
     ({"q": "x", "source": "en", "target": "it"}, 400, "it is not supported"),
-    ({"q": "x", "source": "en", "target": "de", "format": "html"}, 400, "format html is not supported"),
+    ({"q": "<p>a <b>x</i></p>", "source": "en", "target": "de", "format": "html"}, 400,
+     "Invalid request: q:1: Unexpected end tag : i"),
+    ({"q": "<p>x</p>", "source": "en", "target": "de", "format": "html", "alternatives": 1}, 400,
+     "alternatives do not combine with format html"),
     ({"q": "x", "source": "en", "target": "de", "alternatives": -1}, 400, "Invalid request: alternatives"),
     ({"q": "x" * 2001, "source": "en", "target": "de"}, 400, "exceeds text limit (2000)"),
 ])

@@ -107,7 +107,9 @@ def translate_command(
     search = SearchOptions(overrides=overrides, nbest=nbest, sample=sample, seed=seed,
                            attention_layer=attention_layer, max_tokens=max_tokens, glossary=glossary,
                            glossary_ignore_case=glossary_ignore_case, soft_bonus=soft_constraints,
-                           tgt_lang=tgt_lang)
+                           tgt_lang=tgt_lang,
+                           # exact scores only where shown or ranked (the ct2 engine saves a pass)
+                           scores=scores or json_out or nbest > 1 or flag_file is not None)
     out = OutputOptions(json=json_out, alignment=alignment, scores=scores, min_confidence=min_confidence,
                         flag_file=flag_file, attention_plot=attention_plot,
                         attention_plot_max=attention_plot_max, attention_head=attention_head,

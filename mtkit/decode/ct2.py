@@ -212,10 +212,12 @@ class Ct2Model:
 
     # ------------------------------------------------------------------------------------ search
     def search(self, batch: list[list[int]], cfg: DecodingConfig, nbest: int = 1,
-               need_attention: bool = False, sample: bool = False, start: int | None = None
-               ) -> list[list[Hypothesis]]:
+               need_attention: bool = False, sample: bool = False, start: int | None = None,
+               scores: bool = True) -> list[list[Hypothesis]]:
         """Hypotheses (best first, at most ``nbest``) for each source in ``batch`` (subword ids); an
-        exported model always starts from BOS (`mtkit export` refuses a decoder-side language tag)."""
+        exported model always starts from BOS (`mtkit export` refuses a decoder-side language tag).
+        ``scores`` False: the forced EOS of a hypothesis cut at the length limit is scored only where
+        it ranks the hypotheses of one sentence (`_forced_eos`)."""
         if start is not None:
             raise MtkitError("the ct2 engine starts every translation from BOS; it cannot start from a "
                              "language tag")
@@ -229,7 +231,8 @@ class Ct2Model:
         pending = list(range(len(batch)))
         while pending:  # each round settles at least the sentences with the round's limit
             limit = max(limits[i] for i in pending)
-            found = self._run([batch[i] for i in pending], limit, cfg, k, nbest, need_attention, sample)
+            found = self._run([batch[i] for i in pending], limit, cfg, k, nbest, need_attention, sample,
+                              scores)
             later = []
             for i, hyps in zip(pending, found, strict=True):
                 longest = max((len(h.tokens) for h in hyps), default=0)
@@ -242,7 +245,7 @@ class Ct2Model:
         return [r if r is not None else [] for r in results]
 
     def _run(self, batch: list[list[int]], limit: int, cfg: DecodingConfig, k: int, nbest: int,
-             need_attention: bool, sample: bool) -> list[list[Hypothesis]]:
+             need_attention: bool, sample: bool, scores: bool = True) -> list[list[Hypothesis]]:
         penalty = _length_penalty(batch, cfg) if k > 1 and not sample else 0.0
         options: dict[str, Any] = {
             "beam_size": k, "patience": 1.0, "max_decoding_length": limit, "max_input_length": 0,
@@ -268,7 +271,8 @@ class Ct2Model:
         except (RuntimeError, ValueError) as exc:
             raise MtkitError(f"the ct2 engine cannot search with these settings ({_first_line(exc)})"
                              ) from None
-        eos = self._forced_eos(source, [r.hypotheses for r in results])
+        ranked = options["num_hypotheses"] > 1  # the forced EOS then decides which hypothesis is best
+        eos = self._forced_eos(source, [r.hypotheses for r in results]) if scores or ranked else {}
         rows = self._attention_rows(source, [r.hypotheses for r in results], options) if need_attention \
             else {}
         out = []

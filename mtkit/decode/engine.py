@@ -44,11 +44,12 @@ class Engine(Protocol):
     def num_attention_heads(self) -> int: ...
 
     def search(self, batch: list[list[int]], cfg: DecodingConfig, nbest: int = 1,
-               need_attention: bool = False, sample: bool = False, start: int | None = None
-               ) -> list[list[Hypothesis]]:
+               need_attention: bool = False, sample: bool = False, start: int | None = None,
+               scores: bool = True) -> list[list[Hypothesis]]:
         """Hypotheses (best first, at most ``nbest``) for each source in ``batch`` (subword ids, no
         padding, any order of lengths); ``start``: the decoder's first input, BOS where None (a
-        decoder-side language tag: `mtkit.data.corpora`)."""
+        decoder-side language tag: `mtkit.data.corpora`). ``scores`` False: a score that ranks
+        nothing may be left inexact (`SearchOptions.scores`)."""
         ...
 
 

@@ -50,10 +50,11 @@ class TorchEngine:
         return self.model.num_attention_heads
 
     def search(self, batch: list[list[int]], cfg: DecodingConfig, nbest: int = 1,
-               need_attention: bool = False, sample: bool = False, start: int | None = None
-               ) -> list[list[Hypothesis]]:
+               need_attention: bool = False, sample: bool = False, start: int | None = None,
+               scores: bool = True) -> list[list[Hypothesis]]:
         """Hypotheses (best first, at most ``nbest``) for each source in ``batch`` (subword ids);
-        ``start``: the decoder's first input (BOS where None)."""
+        ``start``: the decoder's first input (BOS where None). Scores are exact whatever ``scores``
+        says: the search computes them anyway."""
         if not batch:
             return []
         src = self._padded(batch)

@@ -137,8 +137,7 @@ class Translator:
         self.src_bpe = Bpe(self.model_dir / self.meta.src_bpe)
         self.tgt_bpe = (self.src_bpe if self.meta.tgt_bpe == self.meta.src_bpe
                         else Bpe(self.model_dir / self.meta.tgt_bpe))
-        self.nbest = opts.nbest
-        self.sample = opts.sample
+        self.nbest, self.sample = opts.nbest, opts.sample
         self.attention_layer = opts.attention_layer
         on_gpu = str(self.device).startswith("cuda")
         self.max_tokens = opts.max_tokens or (GPU_MAX_TOKENS if on_gpu else CPU_MAX_TOKENS)
@@ -376,7 +375,8 @@ class Translator:
                 return self.backend.search_constrained(  # type: ignore[attr-defined]
                     ids, self.decoding, [it.constraints for it in batch], self.nbest,
                     need_attention, self.search_options.soft_bonus, self._word_pieces(), start=start)
-            return self.backend.search(ids, self.decoding, self.nbest, need_attention, self.sample, start)
+            return self.backend.search(ids, self.decoding, self.nbest, need_attention, self.sample, start,
+                                       self.search_options.scores)
         except Exception as exc:  # noqa: BLE001 - only out-of-memory errors are handled, the rest re-raised
             if not _out_of_memory(exc):
                 raise

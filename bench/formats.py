@@ -10,7 +10,8 @@
    a printf directive as xgettext flags them, their msgstrs blanked: translated, checked with
    `msgfmt --check --use-fuzzy`, scored against the human msgstrs;
 3. a catalog of 5,000 entries (training source lines) against the same lines as plain text: whole
-   commands, same model and threads, one run.
+   commands, greedy, same model (``--speed-model``, e.g. the int8 export users run on a CPU) and
+   threads, in one run.
 
     python bench/formats.py --model recipes/deb-en-de/work/transformer --data ../shared/data/deb-en-de
 """
@@ -131,8 +132,8 @@ def speed(args: argparse.Namespace, work: Path) -> dict:
     for name, source in (("plain lines", text), ("catalog", work / "speed.pot"),
                          ("plain lines again", text)):
         start = time.perf_counter()
-        mtkit("translate", "-m", args.model, "-i", str(source), "-o", str(work / f"speed.out{source.suffix}"),
-              "--beam", "5")
+        mtkit("translate", "-m", args.speed_model or args.model, "-i", str(source),
+              "-o", str(work / f"speed.out{source.suffix}"), "--greedy")
         times[name] = round(time.perf_counter() - start, 1)
     return {"entries": len(lines), "seconds": times}
 
@@ -144,6 +145,7 @@ def main() -> None:
     parser.add_argument("--data", default=str(ROOT.parent / "shared/data/deb-en-de"))
     parser.add_argument("--work", default=str(ROOT / "bench/work/formats"))
     parser.add_argument("--entries", type=int, default=5000)
+    parser.add_argument("--speed-model", help="the model of the speed step (default --model), e.g. an export")
     parser.add_argument("--only", choices=("lines", "catalogs", "speed"))
     args = parser.parse_args()
     work = Path(args.work)

@@ -44,6 +44,8 @@ def test_prose_is_not_a_placeholder(text):
     ("<b>bold</b> text", "<b>fett Text", "lost </b>"),
     ("Save %s", "Speichere % s %s", "printf directives changed: % s"),  # printf would read "% s"
     ("100% sure", "100 % sicher", ""),  # prose without directives: no printf reading
+    ("Get %sB/%sB", "Hole %sB/%sB von %B", "a % that starts no printf directive"),  # msgfmt, in apt
+    ("write %llu items", "schreibe %ll Elemente %llu", "a % that starts no printf directive"),
 ])
 def test_a_translation_keeps_its_placeholders_or_says_what_broke(source, translation, problem):
     assert kept(source, translation) == problem

@@ -15,7 +15,8 @@ How, so that a written translation keeps every one of them by construction:
    a piece made only of placeholders and punctuation (kept as it is).
 2. The rest is translated as it stands; a translation is kept when it holds the source's placeholders
    exactly, as a multiset (they may move with the target's word order), and the non-positional printf
-   directives in the source's order (their arguments come in that order).
+   directives in the source's order (their arguments come in that order). Where the search gives
+   several candidates (the beam's finished hypotheses, best first), the first that keeps them is taken.
 3. A piece whose translation lost, added or changed one is translated again with its placeholders as
    hard constraints (the glossary's constrained search; torch engine only) and checked again. A string
    with a piece still broken is left untranslated (None), with the reason, for the caller to report.
@@ -23,6 +24,7 @@ How, so that a written translation keeps every one of them by construction:
 
 from __future__ import annotations
 
+import copy
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -49,10 +51,10 @@ _BREAKS = re.compile(r"(\s*(?:[\n\r\t\v\f]|\\[ntr])\s*)")
 _EDGES = re.compile(r"^(\s*)(.*?)(\s*)$", re.S)
 _WORDY = re.compile(r"[^\W\d_]", re.U)  # a letter: a piece with none needs no translation
 
-#: a translation function: lines in, one translation each out
-TranslateFn = Callable[[list[str]], list[str]]
+#: a translation function: lines in, per line its translation or its candidates (best first) out
+TranslateFn = Callable[[list[str]], Sequence["str | list[str]"]]
 #: the same with, per line, the strings its translation must contain
-ConstrainedFn = Callable[[list[str], list[list[str]]], list[str]]
+ConstrainedFn = Callable[[list[str], list[list[str]]], Sequence["str | list[str]"]]
 
 
 def placeholders(text: str) -> list[str]:
@@ -74,6 +76,8 @@ def kept(source: str, translation: str) -> str:
         c_added = Counter(_PRINTF_C.findall(translation)) - Counter(_PRINTF_C.findall(source))
         if c_lost or c_added:
             return "printf directives changed: " + " ".join(sorted({*c_lost, *c_added}))
+        if _PRINTF_C.sub("", translation).count("%") > _PRINTF_C.sub("", source).count("%"):
+            return "a % that starts no printf directive"  # printf would read one, and msgfmt refuses it
     order_want = [p for p in want if _ORDERED.match(p)]
     if order_want != [p for p in got if _ORDERED.match(p)]:
         return " ".join(order_want) + " out of order"
@@ -163,8 +167,7 @@ def translate_strings(strings: Sequence[str], translate: TranslateFn,
     parsed = [_parse(s, accelerators) for s in strings]
     cores = [(i, n, piece.core) for i, p in enumerate(parsed)
              for n, piece in enumerate(p.pieces) if piece.core]
-    texts = translate([c for _, _, c in cores]) if cores else []
-    problems = [kept(core, out) for (_, _, core), out in zip(cores, texts, strict=True)]
+    texts, problems = _choose([c for _, _, c in cores], translate([c for _, _, c in cores]) if cores else [])
     retried: set[int] = set()
     broken = [k for k, problem in enumerate(problems) if problem]
     if broken and constrained is not None:
@@ -199,19 +202,32 @@ def translate_strings(strings: Sequence[str], translate: TranslateFn,
     return outcomes
 
 
+def _choose(cores: list[str], found: Sequence[str | list[str]]) -> tuple[list[str], list[str]]:
+    """Per core, the first candidate that keeps its placeholders ('' for its problem), or the best
+    candidate and what is wrong with it."""
+    texts, problems = [], []
+    for core, candidates in zip(cores, found, strict=True):
+        options = [candidates] if isinstance(candidates, str) else list(candidates) or [""]
+        good = next((c for c in options if not kept(core, c)), None)
+        texts.append(options[0] if good is None else good)
+        problems.append("" if good is not None else kept(core, options[0]))
+    return texts, problems
+
+
 def _constrained(constrained: ConstrainedFn, cores: list[str]) -> list[str | None]:
-    """Each core translated with its placeholders as constraints; None for one whose placeholders the
-    model cannot write at all (a subword it does not know)."""
+    """Each core translated with its placeholders as constraints (its first candidate that keeps
+    them, else its best); None for one whose placeholders the model cannot write at all (a subword it
+    does not know)."""
     if not cores:
         return []
     try:
-        return list(constrained(cores, [placeholders(c) for c in cores]))
+        return list(_choose(cores, constrained(cores, [placeholders(c) for c in cores]))[0])
     except DataError:
         pass  # one of them cannot be encoded: find which, one by one
     out: list[str | None] = []
     for core in cores:
         try:
-            out.append(constrained([core], [placeholders(core)])[0])
+            out.append(_choose([core], constrained([core], [placeholders(core)]))[0][0])
         except DataError:
             out.append(None)
     return out
@@ -222,6 +238,8 @@ class _Translator(Protocol):
     formats stand beside decoding, not above it)."""
 
     can_constrain: bool
+    nbest: int
+    decoding: Any  # its DecodingConfig: beam_size
 
     def translate_chunk(self, lines: list[str], start: int = ..., need_attention: bool = ...,
                         name: str = ..., constraints: Sequence[Sequence[str]] | None = ...) -> list[Any]: ...
@@ -230,12 +248,18 @@ class _Translator(Protocol):
 def search_functions(translator: _Translator, name: str = "<input>"
                      ) -> tuple[TranslateFn, ConstrainedFn | None]:
     """A Translator's plain search, and its constrained search where its engine has one: what
-    ``translate_strings`` takes."""
+    ``translate_strings`` takes. Both give every finished hypothesis of the beam as a candidate (the
+    same search, the same best one: a copy of the translator with n-best as wide as the beam)."""
+    wide = copy.copy(translator)
+    wide.nbest = max(translator.nbest, translator.decoding.beam_size)
 
-    def plain(lines: list[str]) -> list[str]:
-        return [t.text for t in translator.translate_chunk(lines, name=name)]
+    def candidates(found: list[Any]) -> list[list[str]]:
+        return [[h.text for h in t.hypotheses] or [""] for t in found]
 
-    def constrained(lines: list[str], constraints: list[list[str]]) -> list[str]:
-        return [t.text for t in translator.translate_chunk(lines, name=name, constraints=constraints)]
+    def plain(lines: list[str]) -> list[list[str]]:
+        return candidates(wide.translate_chunk(lines, name=name))
+
+    def constrained(lines: list[str], constraints: list[list[str]]) -> list[list[str]]:
+        return candidates(wide.translate_chunk(lines, name=name, constraints=constraints))
 
     return plain, (constrained if translator.can_constrain else None)

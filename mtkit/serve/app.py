@@ -204,9 +204,10 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
         """format html: each text a page or fragment translated with its tags (mtkit.formats.html),
         off the event loop; a run whose translation would lose or unnest a tag stays as it was."""
         def page(model: ServedModel, text: str) -> str:
-            def search(lines: list[str], constraints: list[list[str]] | None = None) -> list[str]:
-                future = model.batcher.submit(lines, Settings(model.default_beam, 1), constraints)
-                return [t.text for t in future.result(settings.timeout)]
+            def search(lines: list[str], constraints: list[list[str]] | None = None) -> list[list[str]]:
+                wide = Settings(model.default_beam, model.default_beam)  # each hypothesis a candidate
+                future = model.batcher.submit(lines, wide, constraints)
+                return [[h.text for h in t.hypotheses] or [""] for t in future.result(settings.timeout)]
 
             retry = search if model.translator.can_constrain else None
             return translate_document(text, "q", "html", model.target, search, retry).text

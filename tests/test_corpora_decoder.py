@@ -33,7 +33,7 @@ def trained_decoder(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("multi-decoder")
     cfg = _config(root, _corpora(root), language_tag="decoder")
     # fewer updates than the source-tag model's 600: 500 obey the tag on every CPU path tried (350 did
-    # not with AVX2 forced on an Intel Xeon with AMX: one upper-case output lost its case)
+    # not with AVX2 forced on an Intel Xeon with AMX)
     cfg = dataclasses.replace(cfg, training=dataclasses.replace(cfg.training, max_steps=500,
                                                                 validate_every=500))
     prepare(cfg)

@@ -89,7 +89,7 @@ def strings(model=upper, retry=None):
 def translate_text(text: str, model=upper, lang: str = "de", **options) -> tuple[str, object]:
     catalog = read_catalog(text, "demo.po")
     report = translate_catalog(catalog, "demo.po", strings(model), lang, **options)
-    return write_catalog(catalog, text), report
+    return write_catalog(catalog, text, report), report
 
 
 def entries(text: str) -> list[str]:

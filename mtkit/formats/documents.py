@@ -58,7 +58,7 @@ def translate_document(text: str, name: str, fmt: Format, tgt_lang: str, plain: 
         summary = (f"{name}: {report.translated} of {report.entries} entries translated"
                    f"{' (fuzzy)' if fuzzy and report.translated else ''}, {report.already} kept, "
                    f"{len(report.left)} left untranslated")
-        return DocumentResult(po.write_catalog(catalog, text), report.left, summary)
+        return DocumentResult(po.write_catalog(catalog, text, report), report.left, summary)
     if fmt == "html":
         root, whole = html.parse_page(text, name)
         strings = partial(translate_strings, translate=plain, constrained=constrained)

@@ -28,7 +28,7 @@ import copy
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mtkit.errors import DataError
@@ -156,7 +156,6 @@ class Outcome:
     text: str | None
     problem: str = ""
     constrained: bool = False  # kept only after the constrained retry
-    checked: list[str] = field(default_factory=list)  # its placeholders, for reports
 
 
 def translate_strings(strings: Sequence[str], translate: TranslateFn,
@@ -167,7 +166,8 @@ def translate_strings(strings: Sequence[str], translate: TranslateFn,
     parsed = [_parse(s, accelerators) for s in strings]
     cores = [(i, n, piece.core) for i, p in enumerate(parsed)
              for n, piece in enumerate(p.pieces) if piece.core]
-    texts, problems = _choose([c for _, _, c in cores], translate([c for _, _, c in cores]) if cores else [])
+    sources = [c for _, _, c in cores]
+    texts, problems = _choose(sources, translate(sources) if sources else [])
     retried: set[int] = set()
     broken = [k for k, problem in enumerate(problems) if problem]
     if broken and constrained is not None:
@@ -187,18 +187,18 @@ def translate_strings(strings: Sequence[str], translate: TranslateFn,
         if problems[k]:
             failed.setdefault(i, f"{core!r} → {texts[k]!r}: {problems[k]}")
         translated[(i, n)] = texts[k]
+    retried_strings = {cores[k][0] for k in retried}
     outcomes = []
     for i, p in enumerate(parsed):
         if i in failed:
-            outcomes.append(Outcome(None, failed[i], checked=placeholders(strings[i])))
+            outcomes.append(Outcome(None, failed[i]))
             continue
         parts = []
         for n, piece in enumerate(p.pieces):
             text = translated.get((i, n), piece.fixed)
             at_mark = n == p.mark_piece and piece.core
             parts.append(_with_mark(text, p.mark, p.mark_letter) if at_mark else text)
-        was_retried = any(k in retried for k, (j, _, _) in enumerate(cores) if j == i)
-        outcomes.append(Outcome("".join(parts), constrained=was_retried, checked=placeholders(strings[i])))
+        outcomes.append(Outcome("".join(parts), constrained=i in retried_strings))
     return outcomes
 
 

@@ -66,6 +66,8 @@ class CatalogReport:
     translated: int = 0
     already: int = 0  # had a translation and kept it
     left: list[str] = field(default_factory=list)  # "file:line: why"
+    changed: list[polib.POEntry] = field(default_factory=list)  # the entries given a translation
+    header_changed: bool = False  # Language, Plural-Forms or the charset set where they were unset
 
 
 def check_lines(text: str, name: str) -> None:
@@ -144,7 +146,7 @@ def translate_catalog(catalog: polib.POFile, name: str, translate: StringsFn, tg
     header_before = dict(catalog.metadata)
     nplurals = _plural_count(catalog, name, tgt_lang)
     _complete_header(catalog, tgt_lang)
-    catalog.header_changed = catalog.metadata != header_before  # type: ignore[attr-defined]
+    report.header_changed = catalog.metadata != header_before
     sources = [s for e in todo for s in ([e.msgid, e.msgid_plural] if e.msgid_plural else [e.msgid])]
     outcomes = iter(translate(sources))
     for entry in todo:
@@ -161,16 +163,16 @@ def translate_catalog(catalog: polib.POFile, name: str, translate: StringsFn, tg
             entry.msgstr = got[0].text
         if fuzzy and "fuzzy" not in entry.flags:
             entry.flags.append("fuzzy")
-        entry.mtkit_changed = True  # type: ignore[attr-defined]
+        report.changed.append(entry)
         report.translated += 1
     return report
 
 
-def write_catalog(catalog: polib.POFile, original: str) -> str:
-    """The catalog as text: ``original`` with only the changed entries (and header) rewritten, where
-    its entries are blocks apart by blank lines, one entry each; else as polib writes it all."""
-    changed = [e for e in catalog if getattr(e, "mtkit_changed", False)]
-    header_changed = getattr(catalog, "header_changed", False)
+def write_catalog(catalog: polib.POFile, original: str, report: CatalogReport) -> str:
+    """The catalog as text: ``original`` with only the entries (and header) ``report`` says changed
+    rewritten, where its entries are blocks apart by blank lines, one entry each; else as polib writes
+    it all."""
+    changed, header_changed = report.changed, report.header_changed
     if not changed and not header_changed:
         return original
     lines = original.splitlines(keepends=True)

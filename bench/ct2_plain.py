@@ -7,7 +7,7 @@ plain: a short script that tokenizes with the export's sentencepiece model, call
 mtkit: the whole `mtkit translate` command, with and without ``--scores`` (which scores every
 hypothesis cut at the length limit again, as every run did before SearchOptions.scores).
 
-    python bench/ct2_plain.py --export DIR --input test.en [--input other.en] [--runs 3]
+    python bench/ct2_plain.py --export DIR --input test.en [--input other.en] [--runs 3] [--beams 1,5]
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ def main() -> None:
     parser.add_argument("--export", required=True)
     parser.add_argument("--input", action="append", required=True)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--beams", default="1,5", help="beam sizes, comma-separated (1: greedy)")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--work", default=str(ROOT / "bench/work/ct2_plain"))
     args = parser.parse_args()
@@ -71,7 +72,7 @@ def main() -> None:
     script.write_text(PLAIN, encoding="utf-8")
     report = []
     for source in args.input:
-        for beam in (1, 5):
+        for beam in map(int, args.beams.split(",")):
             command = [sys.executable, "-m", "mtkit", "translate", "-m", args.export, "-i", source,
                        "--beam", str(beam), "--threads", str(args.threads)]
             systems = {

@@ -260,14 +260,19 @@ def test_every_sentence_keeps_its_own_length_limit(trained, beam):
 
 
 class _Counting:
-    """A CTranslate2 translator that counts its score_batch calls (the forced-EOS pass)."""
+    """A CTranslate2 translator that counts its score_batch calls (the forced-EOS pass) and the
+    sentences it searches."""
 
     def __init__(self, inner):
-        self.inner, self.scored = inner, 0
+        self.inner, self.scored, self.searched = inner, 0, 0
 
     def score_batch(self, *args, **kwargs):
         self.scored += 1
         return self.inner.score_batch(*args, **kwargs)
+
+    def translate_batch(self, source, **kwargs):
+        self.searched += len(source)
+        return self.inner.translate_batch(source, **kwargs)
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
@@ -277,18 +282,24 @@ class _Counting:
 @pytest.mark.parametrize("beam", [1, 3])
 def test_without_scores_no_pass_scores_what_ranks_nothing_and_the_text_stays(trained, beam):
     """`mtkit translate` without --scores/--json/--nbest (SearchOptions.scores False): a greedy
-    hypothesis cut at the length limit is not scored again (nothing reads its score); where the forced
-    EOS ranks a beam's hypotheses it still is, so the text is the same either way."""
+    hypothesis cut at the length limit is not scored again (nothing reads its score), and one that ran
+    past its own limit is cut there, not searched again; where the forced EOS ranks a beam's
+    hypotheses it still is scored, so the text is the same either way."""
     _, exported, lines = trained
     overrides = ["decoding.max_len_a=0.5", "decoding.max_len_b=1"]  # most sentences reach the limit
     runs = {}
     for scores in (True, False):
         tr = exact(exported, beam_size=beam, overrides=overrides, scores=scores)
         tr.backend.translator = _Counting(tr.backend.translator)
-        runs[scores] = (tr.translate(lines), tr.backend.translator.scored)
+        counting = tr.backend.translator
+        runs[scores] = (tr.translate(lines), counting.scored, counting.searched)
     assert runs[False][0] == runs[True][0]
     assert runs[True][1] > 0
     assert runs[False][1] == (0 if beam == 1 else runs[True][1])
+    if beam == 1:  # each sentence searched once, where the exact scores search some again
+        assert runs[False][2] == len(lines) < runs[True][2]
+    else:
+        assert runs[False][2] == runs[True][2]
 
 
 @needs_ct2

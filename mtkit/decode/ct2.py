@@ -28,6 +28,7 @@ with a fixed seed, which would need its process-wide random generator, is refuse
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
@@ -217,7 +218,10 @@ class Ct2Model:
         """Hypotheses (best first, at most ``nbest``) for each source in ``batch`` (subword ids); an
         exported model always starts from BOS (`mtkit export` refuses a decoder-side language tag).
         ``scores`` False: the forced EOS of a hypothesis cut at the length limit is scored only where
-        it ranks the hypotheses of one sentence (`_forced_eos`)."""
+        it ranks the hypotheses of one sentence (`_forced_eos`), and a greedy hypothesis that ran past
+        its sentence's own limit (the batch searches to the longest limit) is cut there instead of
+        searched again: greedy search's first L tokens do not depend on the limit, only its score on
+        where it ends."""
         if start is not None:
             raise MtkitError("the ct2 engine starts every translation from BOS; it cannot start from a "
                              "language tag")
@@ -227,6 +231,7 @@ class Ct2Model:
         if self.max_positions is not None:  # the Translator keeps inputs inside; this is a backstop
             limits = [min(n, self.max_positions) for n in limits]
         k = 1 if sample else max(cfg.beam_size, nbest)
+        cut_instead = k == 1 and not sample and not scores and not need_attention
         results: list[list[Hypothesis] | None] = [None] * len(batch)
         pending = list(range(len(batch)))
         while pending:  # each round settles at least the sentences with the round's limit
@@ -238,7 +243,10 @@ class Ct2Model:
                 longest = max((len(h.tokens) for h in hyps), default=0)
                 # a search still running at its own last step would have been cut there: redo it
                 if limits[i] < limit and longest >= limits[i] - (0 if k == 1 else 1):
-                    later.append(i)
+                    if cut_instead:
+                        results[i] = [dataclasses.replace(h, tokens=h.tokens[:limits[i]]) for h in hyps]
+                    else:
+                        later.append(i)
                 else:
                     results[i] = hyps
             pending = later

@@ -96,3 +96,17 @@ def test_a_learning_rate_held_in_a_tensor_trains_like_a_float_and_saves_as_one()
     step(continued, again, 0.005)
     pairs = zip(plain_model.parameters(), continued.parameters(), strict=True)
     assert all(torch.allclose(p, q, rtol=1e-5, atol=1e-7) for p, q in pairs)
+
+
+@pytest.mark.skipif(not GLIBC, reason="reads /proc/self/statm")
+def test_the_peak_is_never_below_the_size_now(monkeypatch):
+    """The kernel's high-water mark lags, and is read first: a log line once said 998 MiB now, 997 peak."""
+    import resource
+
+    from mtkit.train import runtime
+
+    class Stale:
+        ru_maxrss = 1  # KiB: a high-water mark far behind
+    monkeypatch.setattr(resource, "getrusage", lambda who: Stale())
+    now, peak = runtime.resident_mib()
+    assert now is not None and now > 1 and peak >= now

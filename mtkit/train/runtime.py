@@ -83,7 +83,9 @@ def resident_mib() -> tuple[float | None, float]:
             now = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
     except (OSError, ValueError, IndexError):
         now = None
-    return now, peak_mib
+    # the kernel updates its high-water mark lazily, and the size now is read after it: the peak is at
+    # least the size now (a log line read 998 MiB now, 997 peak)
+    return now, max(peak_mib, now or 0.0)
 
 
 def resident_fields() -> dict[str, int | None]:

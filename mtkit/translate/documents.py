@@ -43,8 +43,8 @@ def protected_lines(translator: Translator, chunk: list[tuple[int, str]], name: 
             for o, (_, line) in zip(outcomes, chunk, strict=True)]
 
 
-def translate_document_file(model: str | Path, input: str, output: str | None, doc: Format, load: LoadOptions,
-                        search: SearchOptions, out: OutputOptions) -> int:
+def translate_document_file(model: str | Path, input: str, output: str | None, doc: Format,
+                            load: LoadOptions, search: SearchOptions, out: OutputOptions) -> int:
     """A catalog or page read whole, translated, written whole (mtkit.formats.documents)."""
     name = "<stdin>" if input == "-" else input
     text = "".join(line + "\n" for line in read_lines(input)) if input != "-" else sys.stdin.read()

@@ -161,3 +161,33 @@ def test_placeholders_refuse_outputs_that_carry_more_than_text(model_dir, tmp_pa
     assert run.returncode != 0
     assert run.stderr.strip() == ("error: --scores does not combine with --placeholders: it writes the "
                                   "translated text alone")
+
+
+def test_search_functions_give_the_beams_candidates_part_by_part_and_report_them(model_dir, monkeypatch):
+    """What `mtkit translate --format po` searches with: the beam's hypotheses, best first (the best is
+    the translator's own translation), in parts of SEARCH_CHUNK strings, each part reported."""
+    from mtkit.decode.translator import Translator
+    from mtkit.formats import placeholders as module
+
+    class Recording:
+        def __init__(self):
+            self.grown, self.advanced = 0, []
+
+        def grow(self, n):
+            self.grown += n
+
+        def advance(self, n):
+            self.advanced.append(n)
+
+    monkeypatch.setattr(module, "SEARCH_CHUNK", 2)
+    translator = Translator(model_dir, device="cpu", threads=1, precision="fp32")
+    progress = Recording()
+    plain, constrained = module.search_functions(translator, progress=progress)
+    lines = ["the house is small", "a cat sat on the mat", "we like green tea"]
+    found = plain(lines)
+    assert [c[0] for c in found] == translator.translate(lines)
+    assert all(1 <= len(c) <= translator.decoding.beam_size for c in found)
+    assert constrained is not None
+    forced = constrained(["the house is small"], [["tea"]])
+    assert any("tea" in c for c in forced[0])
+    assert progress.grown == 4 and progress.advanced == [2, 1, 1]

@@ -245,21 +245,39 @@ class _Translator(Protocol):
                         name: str = ..., constraints: Sequence[Sequence[str]] | None = ...) -> list[Any]: ...
 
 
-def search_functions(translator: _Translator, name: str = "<input>"
+class _Progress(Protocol):
+    """Where ``search_functions`` reports its work (a progress bar of the caller's)."""
+
+    def grow(self, n: int) -> None: ...
+
+    def advance(self, n: int) -> None: ...
+
+
+#: strings searched per call, so that a long document's progress shows (the Translator sorts each
+#: call's sentences by length into batches: a call of a thousand keeps the batches full)
+SEARCH_CHUNK = 1000
+
+
+def search_functions(translator: _Translator, name: str = "<input>", progress: _Progress | None = None
                      ) -> tuple[TranslateFn, ConstrainedFn | None]:
     """A Translator's plain search, and its constrained search where its engine has one: what
     ``translate_strings`` takes. Both give every finished hypothesis of the beam as a candidate (the
-    same search, the same best one: a copy of the translator with n-best as wide as the beam)."""
+    same search, the same best one: a copy of the translator with n-best as wide as the beam), search
+    ``SEARCH_CHUNK`` strings at a time and report them to ``progress``."""
     wide = copy.copy(translator)
     wide.nbest = max(translator.nbest, translator.decoding.beam_size)
 
-    def candidates(found: list[Any]) -> list[list[str]]:
-        return [[h.text for h in t.hypotheses] or [""] for t in found]
+    def run(lines: list[str], constraints: list[list[str]] | None = None) -> list[list[str]]:
+        if progress is not None:
+            progress.grow(len(lines))
+        out: list[list[str]] = []
+        for at in range(0, len(lines), SEARCH_CHUNK):
+            part = lines[at:at + SEARCH_CHUNK]
+            found = wide.translate_chunk(part, name=name, constraints=None if constraints is None
+                                         else constraints[at:at + SEARCH_CHUNK])
+            out += [[h.text for h in t.hypotheses] or [""] for t in found]
+            if progress is not None:
+                progress.advance(len(part))
+        return out
 
-    def plain(lines: list[str]) -> list[list[str]]:
-        return candidates(wide.translate_chunk(lines, name=name))
-
-    def constrained(lines: list[str], constraints: list[list[str]]) -> list[list[str]]:
-        return candidates(wide.translate_chunk(lines, name=name, constraints=constraints))
-
-    return plain, (constrained if translator.can_constrain else None)
+    return run, (run if translator.can_constrain else None)

@@ -15,6 +15,7 @@ from mtkit.formats.documents import Format, translate_document
 from mtkit.formats.placeholders import search_functions, translate_strings
 from mtkit.textio import output_file, read_lines, warn
 from mtkit.translate.options import OutputOptions
+from mtkit.translate.progress import GrowingBar
 
 
 def check_protected(doc: str, search: SearchOptions, out: OutputOptions, ranks: bool) -> None:
@@ -49,8 +50,14 @@ def translate_document_file(model: str | Path, input: str, output: str | None, d
     name = "<stdin>" if input == "-" else input
     text = "".join(line + "\n" for line in read_lines(input)) if input != "-" else sys.stdin.read()
     translator = Translator(model, load, search)
-    result = translate_document(text, name, doc, search.tgt_lang or translator.meta.tgt_lang,
-                                *search_functions(translator, name), out.retranslate, out.fuzzy)
+    show = out.progress if out.progress is not None else output is not None and sys.stderr.isatty()
+    bar = GrowingBar("strings") if show else None
+    try:
+        result = translate_document(text, name, doc, search.tgt_lang or translator.meta.tgt_lang,
+                                    *search_functions(translator, name, bar), out.retranslate, out.fuzzy)
+    finally:
+        if bar is not None:
+            bar.stop()
     with output_file(output) as f:
         f.write(result.text)
     for line in result.left:

@@ -35,6 +35,7 @@ from mtkit.formats.documents import document_format
 from mtkit.textio import chunked, count_lines, output_file, read_lines, same_file, warn
 from mtkit.translate.documents import check_protected, protected_lines, translate_document_file
 from mtkit.translate.options import OutputOptions
+from mtkit.translate.progress import progress_bar
 from mtkit.translate.shards import SIDECAR, merge_shard_outputs
 
 
@@ -167,7 +168,7 @@ def _run_chunks(model: str | Path, load: LoadOptions, search: SearchOptions, out
     plot_dir = Path(out.attention_plot) if out.attention_plot is not None else None
     count = 0
     review = ReviewList(out.flag_file, out.min_confidence or 0.0)  # without a flag file: does nothing
-    bar, task = _progress_bar(bar_total) if bar_total is not None else (None, None)
+    bar, task = progress_bar(bar_total) if bar_total is not None else (None, None)
     if shard:
         name = f"{name} [shard {shard[0]}/{shard[1]}]"  # warnings then count the shard's lines
     try:
@@ -330,19 +331,6 @@ def _barrier(rank: int, world: int) -> None:
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
-
-
-# -------------------------------------------------------------------------------------------- progress
-def _progress_bar(total: int) -> tuple[Any, Any]:
-    """A rich progress bar on stderr (file input only: a stream has no known length)."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    bar = Progress(TextColumn("translating"), BarColumn(), MofNCompleteColumn(), TextColumn("lines"),
-                   TimeRemainingColumn(), console=Console(stderr=True))
-    task = bar.add_task("translating", total=total)
-    bar.start()
-    return bar, task
 
 
 __all__ = ["SIDECAR", "OutputOptions", "merge_shard_outputs", "parse_shard", "read_input", "run_translate"]

@@ -16,7 +16,8 @@ How mtkit's search settings map (docs/export.md has the full table):
   ``mtkit.decode.translation.normalise``. With ``length_norm`` none it stops when the best beam ends, which
   finds the same best hypothesis as mtkit's bound.
 * Length limits are per sentence: a batch runs to its longest sentence's limit and a sentence whose
-  search went past its own limit is searched again with that limit. At a limit CTranslate2 stops the
+  search went past its own limit is searched again with that limit (or, for greedy search where no
+  score is read, cut at it: the same tokens). At a limit CTranslate2 stops the
   hypothesis where mtkit would append a forced end of sentence (same text for greedy search; the
   score then lacks that EOS, and beam search may rank the cut hypotheses differently).
 

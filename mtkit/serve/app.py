@@ -141,6 +141,12 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
             raise HTTPError(400, f"Invalid request: request ({chars}) exceeds text limit "
                                  f"({settings.char_limit})")
 
+    def busy(exc: QueueFull) -> HTTPError:
+        return HTTPError(503, f"the server is busy: {exc}; try again shortly", {"Retry-After": "1"})
+
+    def too_slow() -> HTTPError:
+        return HTTPError(503, f"translation took longer than {settings.timeout:g} s", {"Retry-After": "5"})
+
     async def translate(model: ServedModel, texts: list[str], run: Settings,
                         constraints: list[list[str]] | None = None) -> list[list[Any]]:
         """Each text's sentences with their translations, all of one request in one job. A text with
@@ -153,14 +159,12 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
         try:
             future = model.batcher.submit(flat, run, flat_constraints if constraints else None)
         except QueueFull as exc:
-            raise HTTPError(503, f"the server is busy: {exc}; try again shortly",
-                            {"Retry-After": "1"}) from None
+            raise busy(exc) from None
         try:
             results = await asyncio.wait_for(asyncio.wrap_future(future), settings.timeout)
         except TimeoutError:
             future.cancel()
-            raise HTTPError(503, f"translation took longer than {settings.timeout:g} s",
-                            {"Retry-After": "5"}) from None
+            raise too_slow() from None
         metrics.sentences(model.name, len(flat))
         out, start = [], 0
         for sentences in per_text:
@@ -207,7 +211,13 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
             def search(lines: list[str], constraints: list[list[str]] | None = None) -> list[list[str]]:
                 wide = Settings(model.default_beam, model.default_beam)  # each hypothesis a candidate
                 future = model.batcher.submit(lines, wide, constraints)
-                return [[h.text for h in t.hypotheses] or [""] for t in future.result(settings.timeout)]
+                try:
+                    results = future.result(settings.timeout)
+                except concurrent.futures.TimeoutError:
+                    future.cancel()
+                    raise
+                metrics.sentences(model.name, len(lines))
+                return [[h.text for h in t.hypotheses] or [""] for t in results]
 
             retry = search if model.translator.can_constrain else None
             return translate_document(text, "q", "html", model.target, search, retry).text
@@ -217,11 +227,9 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
         except MtkitError as exc:  # a page that is not HTML (a mismatched end tag)
             raise HTTPError(400, f"Invalid request: {exc}") from None
         except QueueFull as exc:
-            raise HTTPError(503, f"the server is busy: {exc}; try again shortly",
-                            {"Retry-After": "1"}) from None
+            raise busy(exc) from None
         except concurrent.futures.TimeoutError:
-            raise HTTPError(503, f"translation took longer than {settings.timeout:g} s",
-                            {"Retry-After": "5"}) from None
+            raise too_slow() from None
 
     @app.post("/translate")
     async def libre_translate(request: Request) -> Response:

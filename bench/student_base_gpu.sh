@@ -64,14 +64,14 @@ wait; t "translated $(cat $W/half1.hyp $W/half2.hyp | wc -l) of $n"
 n1=$(wc -l < $W/half1.hyp); n2=$(wc -l < $W/half2.hyp)
 { head -n $n1 $W/half1.en; head -n $n2 $W/half2.en; } > $W/distill-source.en; cat $W/half1.hyp $W/half2.hyp > $W/teacher.hyp
 # the teacher's own test BLEU (averaged, beam 5) while the card is free
-$M translate --model $W/teacher --checkpoint $AVG --device $DEV --beam 5 -i $G/test.en -o $W/teacher.test.beam5 > $W/test-teacher.log 2>&1 &
+$M translate --model $W/teacher --checkpoint $AVG --device $DEV --beam 5 -i $G/test.en -o $W/teacher.test.beam5 > $W/test-teacher.log 2>&1 & TP=$!
 # the CUDA tests, once, beside the CPU work of distill and prepare
 (cd ../.. && timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_train_cuda.py > $W/cuda-tests.log 2>&1) &
 $M distill --source $W/distill-source.en --translations $W/teacher.hyp --out-source $W/distilled.en --out-target $W/distilled.de \
   --report $W/distill.json --min-confidence 0.05 --max-length-ratio 3 > $W/distill.log 2>&1; t "distill rc $?"; cat $W/distill.json
 $M prepare $R/transformer.yaml --set data.train_src=$W/distilled.en --set data.train_tgt=$W/distilled.de $DATA \
   --set data.dir=$W/bin-distilled --set bpe.model_from=$W/teacher > $W/prepare.log 2>&1; t "prepare rc $?"
-wait
+wait $TP
 
 ST=$(python3 -c "print(round(max(0.5, ($DEADLINE - $(now) - 40) / 60), 2))")
 t "students and the deployed model: $ST min each, side by side (students: label smoothing $LS)"

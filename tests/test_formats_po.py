@@ -234,3 +234,18 @@ def test_a_malformed_catalog_writes_nothing(model_dir, tmp_path):
         refused = mtkit("translate", "-m", str(model_dir), "-i", str(src), "-o", str(out), *flag)
         assert refused.returncode != 0 and "--format po" in refused.stderr
         assert "Traceback" not in refused.stderr
+
+
+def test_plain_text_translation_does_not_need_polib_and_a_catalog_says_what_is_missing():
+    # polib blocked: the CLI and the translate stage still import (a GPU image without polib ran plain
+    # `mtkit translate` and failed at import); reading a catalog is then one line naming the file
+    code = (
+        "import sys; sys.modules['polib'] = None\n"
+        "import mtkit.cli.app, mtkit.translate.documents\n"
+        "from mtkit.errors import DataError\n"
+        "from mtkit.formats.po import read_catalog\n"
+        "try:\n    read_catalog('msgid \"a\"\\nmsgstr \"\"\\n', 'x.po')\n"
+        "except DataError as exc:\n    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("x.po: reading gettext catalogs needs polib"), out

@@ -26,11 +26,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-import polib
+from typing import TYPE_CHECKING
 
 from mtkit.errors import DataError
 from mtkit.formats.placeholders import Outcome
+
+if TYPE_CHECKING:  # polib is imported where a catalog is read, so plain-text translation never needs it
+    import polib
 
 #: gettext's Plural-Forms by language (the GNU gettext manual's table), for catalogs that lack one
 PLURAL_FORMS = {
@@ -86,6 +88,11 @@ def check_lines(text: str, name: str) -> None:
 def read_catalog(text: str, name: str) -> polib.POFile:
     """The catalog in ``text`` (the contents of ``name``), checked (see the module docstring)."""
     check_lines(text, name)
+    try:
+        import polib
+    except ImportError:
+        raise DataError(f"{name}: reading gettext catalogs needs polib (a dependency of mtkit): "
+                        "pip install polib") from None
     try:
         catalog = polib.pofile(text, wrapwidth=79)
     except (OSError, ValueError) as exc:  # polib: "Syntax error in po file (line N)"

@@ -260,18 +260,18 @@ def test_every_sentence_keeps_its_own_length_limit(trained, beam):
 
 
 class _Counting:
-    """A CTranslate2 translator that counts its score_batch calls (the forced-EOS pass) and the
-    sentences it searches."""
+    """A CTranslate2 translator that counts its score_batch calls (the forced-EOS pass) and records the
+    length limit each searched sentence was given."""
 
     def __init__(self, inner):
-        self.inner, self.scored, self.searched = inner, 0, 0
+        self.inner, self.scored, self.limits = inner, 0, []
 
     def score_batch(self, *args, **kwargs):
         self.scored += 1
         return self.inner.score_batch(*args, **kwargs)
 
     def translate_batch(self, source, **kwargs):
-        self.searched += len(source)
+        self.limits += [(len(pieces), kwargs["max_decoding_length"]) for pieces in source]
         return self.inner.translate_batch(source, **kwargs)
 
     def __getattr__(self, name):
@@ -280,11 +280,12 @@ class _Counting:
 
 @needs_ct2
 @pytest.mark.parametrize("beam", [1, 3])
-def test_without_scores_no_pass_scores_what_ranks_nothing_and_the_text_stays(trained, beam):
-    """`mtkit translate` without --scores/--json/--nbest (SearchOptions.scores False): a greedy
-    hypothesis cut at the length limit is not scored again (nothing reads its score), and one that ran
-    past its own limit is cut there, not searched again; where the forced EOS ranks a beam's
-    hypotheses it still is scored, so the text is the same either way."""
+def test_each_sentence_is_searched_once_with_its_own_limit_and_scored_only_where_read(trained, beam):
+    """Every sentence goes to CTranslate2 once, with its own length limit (sentences of one limit
+    share an asynchronous call; a batch once ran to its longest sentence's limit and searched again
+    those that ran past their own). Without --scores/--json/--nbest (SearchOptions.scores False) a
+    hypothesis cut at the limit is not scored again, except where the forced EOS ranks a beam's
+    hypotheses; the text is the same either way."""
     _, exported, lines = trained
     overrides = ["decoding.max_len_a=0.5", "decoding.max_len_b=1"]  # most sentences reach the limit
     runs = {}
@@ -292,14 +293,14 @@ def test_without_scores_no_pass_scores_what_ranks_nothing_and_the_text_stays(tra
         tr = exact(exported, beam_size=beam, overrides=overrides, scores=scores)
         tr.backend.translator = _Counting(tr.backend.translator)
         counting = tr.backend.translator
-        runs[scores] = (tr.translate(lines), counting.scored, counting.searched)
-    assert runs[False][0] == runs[True][0]
+        runs[scores] = (tr.translate(lines), counting.scored, sorted(counting.limits))
+    searched = runs[False][2]
+    assert runs[False][0] == runs[True][0] and runs[True][2] == searched
+    assert len(searched) == len(lines)  # once each (no line here is split)
+    assert all(limit == length // 2 + 1 for length, limit in searched)  # floor(0.5 n + 1), its own
+    assert len({limit for _, limit in searched}) > 1
     assert runs[True][1] > 0
     assert runs[False][1] == (0 if beam == 1 else runs[True][1])
-    if beam == 1:  # each sentence searched once, where the exact scores search some again
-        assert runs[False][2] == len(lines) < runs[True][2]
-    else:
-        assert runs[False][2] == runs[True][2]
 
 
 @needs_ct2
@@ -563,3 +564,15 @@ def test_argos_refuses_separate_vocabularies(bpe_dir, tmp_path):
     model_dir = random_model(tmp_path / "m", bpe_dir, joint=False, share_all_embeddings=False)
     with pytest.raises(ConfigError, match="--format argos"):
         run_export(model_dir, tmp_path / "m.argosmodel", fmt="argos")
+
+
+@needs_ct2
+def test_on_a_cpu_the_ct2_engine_searches_a_whole_chunk_at_once(trained):
+    """--max-tokens 0 (auto): the ct2 engine's translators take sub-batches themselves, so a chunk of
+    lines is one search (one wait at its end), where the torch engine keeps its CPU budget."""
+    from mtkit.decode.ct2 import CPU_BATCH_TOKENS
+    from mtkit.decode.translator import CPU_MAX_TOKENS
+
+    model_dir, exported, _ = trained
+    assert exact(exported).max_tokens == CPU_BATCH_TOKENS > CPU_MAX_TOKENS == exact(model_dir).max_tokens
+    assert exact(exported, max_tokens=500).max_tokens == 500

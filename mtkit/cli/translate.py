@@ -34,7 +34,8 @@ def translate_command(
     no_repeat_ngram: int | None = typer.Option(None, "--no-repeat-ngram", help="Forbid repeated n-grams."),
     max_tokens: int = typer.Option(0, "--max-tokens",
         help="Batch budget: source tokens × beam (a runtime setting, never stored in the model); "
-             "0 = auto: 16,000 on a CPU, 256,000 on a GPU (halved where a batch does not fit)."),
+             "0 = auto: 16,000 on a CPU, 256,000 on a GPU, a whole chunk for the ct2 engine on a CPU "
+             "(halved where a batch does not fit)."),
     json_out: bool = typer.Option(False, "--json", help="JSON lines: text, score, tokens, alignment."),
     alignment: bool = typer.Option(False, "--alignment", help="Append TAB + Pharaoh subword alignment i-j."),
     scores: bool = typer.Option(False, "--scores",

@@ -15,11 +15,11 @@ How mtkit's search settings map (docs/export.md has the full table):
   gnmt); the raw log-probabilities are recovered and the hypotheses reranked with
   ``mtkit.decode.translation.normalise``. With ``length_norm`` none it stops when the best beam ends, which
   finds the same best hypothesis as mtkit's bound.
-* Length limits are per sentence: a batch runs to its longest sentence's limit and a sentence whose
-  search went past its own limit is searched again with that limit (or, for greedy search where no
-  score is read, cut at it: the same tokens). At a limit CTranslate2 stops the
+* Length limits are per sentence: the sentences of a batch with the same limit go to CTranslate2 as one
+  asynchronous call, all calls submitted before any is awaited. At a limit CTranslate2 stops the
   hypothesis where mtkit would append a forced end of sentence (same text for greedy search; the
-  score then lacks that EOS, and beam search may rank the cut hypotheses differently).
+  score then lacks that EOS, which is scored apart where a score is read or ranks hypotheses, and
+  beam search may rank the cut hypotheses differently).
 
 ctranslate2 is an optional dependency (``pip install 'mtkit[ct2]'``): it is imported only when an
 exported model is loaded or written, so everything else works without it. Loading changes no
@@ -29,7 +29,6 @@ with a fixed seed, which would need its process-wide random generator, is refuse
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import sys
@@ -55,6 +54,8 @@ MANIFEST = "mtkit_export.json"
 VMAP = "vmap.txt"  # the vocabulary map (shortlist) `mtkit export --shortlist` writes (mtkit.decode.shortlist)
 #: source subwords of one CPU sub-batch (see Ct2Model); divided by the beam size for int8 weights
 SUB_BATCH_TOKENS = 1024
+#: the batch budget of --max-tokens 0 (auto) on CPU: more than a chunk of lines holds (see Ct2Model)
+CPU_BATCH_TOKENS = 10_000_000
 FORMAT = "mtkit-ct2"
 FORMAT_VERSION = 2  # 2: the manifest's config holds data.max_len (version 1 exports lacked it)
 
@@ -147,6 +148,17 @@ def compute_type(precision: str, int8: bool) -> str:
     return _COMPUTE[precision]
 
 
+@dataclass
+class _Job:
+    """A search submitted to CTranslate2 (`Ct2Model._submit`) and what reading its results needs."""
+
+    source: list[list[str]]
+    options: dict[str, Any]
+    penalty: float
+    copies: int
+    pending: list[Any]  # ctranslate2.AsyncTranslationResult, one a sentence
+
+
 class Ct2Model:
     """An exported model in a ``ctranslate2.Translator``, searched one batch of subword ids at a time."""
 
@@ -179,6 +191,9 @@ class Ct2Model:
         # products): on 2 cores up to 4× faster than one translator with 2 threads, and smaller
         # (docs/results.md, "Engines"). On a GPU, one translator takes whole batches.
         self.sub_batch = 0 if device == "cuda" else SUB_BATCH_TOKENS
+        # On CPU the translators take sub-batches themselves, so a batch's size only decides how often
+        # they wait for each other at the end of a search: a whole chunk of lines is one search.
+        self.auto_max_tokens = 0 if device == "cuda" else CPU_BATCH_TOKENS
         replicas, per_replica = (1, threads) if device == "cuda" else (threads, 1)
         torch = sys.modules.get("torch")  # loaded by the program, or not at all
         before = torch.get_num_threads() if torch else None
@@ -219,10 +234,7 @@ class Ct2Model:
         """Hypotheses (best first, at most ``nbest``) for each source in ``batch`` (subword ids); an
         exported model always starts from BOS (`mtkit export` refuses a decoder-side language tag).
         ``scores`` False: the forced EOS of a hypothesis cut at the length limit is scored only where
-        it ranks the hypotheses of one sentence (`_forced_eos`), and a greedy hypothesis that ran past
-        its sentence's own limit (the batch searches to the longest limit) is cut there instead of
-        searched again: greedy search's first L tokens do not depend on the limit, only its score on
-        where it ends."""
+        it ranks the hypotheses of one sentence (`_forced_eos`)."""
         if start is not None:
             raise MtkitError("the ct2 engine starts every translation from BOS; it cannot start from a "
                              "language tag")
@@ -232,29 +244,24 @@ class Ct2Model:
         if self.max_positions is not None:  # the Translator keeps inputs inside; this is a backstop
             limits = [min(n, self.max_positions) for n in limits]
         k = 1 if sample else max(cfg.beam_size, nbest)
-        cut_instead = k == 1 and not sample and not scores and not need_attention
-        results: list[list[Hypothesis] | None] = [None] * len(batch)
-        pending = list(range(len(batch)))
-        while pending:  # each round settles at least the sentences with the round's limit
-            limit = max(limits[i] for i in pending)
-            found = self._run([batch[i] for i in pending], limit, cfg, k, nbest, need_attention, sample,
-                              scores)
-            later = []
-            for i, hyps in zip(pending, found, strict=True):
-                longest = max((len(h.tokens) for h in hyps), default=0)
-                # a search still running at its own last step would have been cut there: redo it
-                if limits[i] < limit and longest >= limits[i] - (0 if k == 1 else 1):
-                    if cut_instead:
-                        results[i] = [dataclasses.replace(h, tokens=h.tokens[:limits[i]]) for h in hyps]
-                    else:
-                        later.append(i)
-                else:
-                    results[i] = hyps
-            pending = later
-        return [r if r is not None else [] for r in results]
+        groups: dict[int, list[int]] = {}
+        for i, limit in enumerate(limits):
+            groups.setdefault(limit, []).append(i)
+        # One asynchronous call per length limit, all submitted before any result is awaited: each
+        # sentence is searched once with its own limit (no second round for those that ran past it),
+        # and CTranslate2's translators take sub-batches of one call after another without waiting
+        # for each other at the end of a call. Longest first, so that the last sub-batches are short.
+        jobs = [(idx, self._submit([batch[i] for i in idx], limit, cfg, k, nbest, need_attention, sample))
+                for limit, idx in sorted(groups.items(), reverse=True)]
+        results: list[list[Hypothesis]] = [[] for _ in batch]
+        for idx, job in jobs:
+            for i, hyps in zip(idx, self._collect(job, cfg, nbest, need_attention, scores), strict=True):
+                results[i] = hyps
+        return results
 
-    def _run(self, batch: list[list[int]], limit: int, cfg: DecodingConfig, k: int, nbest: int,
-             need_attention: bool, sample: bool, scores: bool = True) -> list[list[Hypothesis]]:
+    def _submit(self, batch: list[list[int]], limit: int, cfg: DecodingConfig, k: int, nbest: int,
+                need_attention: bool, sample: bool) -> _Job:
+        """Start searching ``batch`` with the length limit ``limit``; `_collect` waits for it."""
         penalty = _length_penalty(batch, cfg) if k > 1 and not sample else 0.0
         options: dict[str, Any] = {
             "beam_size": k, "patience": 1.0, "max_decoding_length": limit, "max_input_length": 0,
@@ -276,10 +283,22 @@ class Ct2Model:
             options.update(max_batch_size=max(1, self.sub_batch // per_beam), batch_type="tokens")
         source = [[self.src_pieces[i] for i in ids] for ids in batch]
         try:
-            results = self.translator.translate_batch(source, **options)
+            pending = self.translator.translate_batch(source, asynchronous=True, **options)
         except (RuntimeError, ValueError) as exc:
             raise MtkitError(f"the ct2 engine cannot search with these settings ({_first_line(exc)})"
                              ) from None
+        return _Job(source, options, penalty, copies, pending)
+
+    def _collect(self, job: _Job, cfg: DecodingConfig, nbest: int, need_attention: bool,
+                 scores: bool = True) -> list[list[Hypothesis]]:
+        """The hypotheses of a submitted search, best first; ``scores`` False skips the forced-EOS
+        scores unless they rank one sentence's hypotheses."""
+        try:
+            results = [r.result() for r in job.pending]
+        except (RuntimeError, ValueError) as exc:
+            raise MtkitError(f"the ct2 engine cannot search with these settings ({_first_line(exc)})"
+                             ) from None
+        source, options, penalty = job.source, job.options, job.penalty
         ranked = options["num_hypotheses"] > 1  # the forced EOS then decides which hypothesis is best
         eos = self._forced_eos(source, [r.hypotheses for r in results]) if scores or ranked else {}
         rows = self._attention_rows(source, [r.hypotheses for r in results], options) if need_attention \
@@ -292,7 +311,7 @@ class Ct2Model:
                     for j, (tokens, score, att) in enumerate(zip(result.hypotheses, result.scores, attention,
                                                                  strict=True))]
             hyps.sort(key=lambda h: -h.score)
-            out.append((hyps * copies)[:nbest])
+            out.append((hyps * job.copies)[:nbest])
         return out
 
     def _forced_eos(self, source: list[list[str]], found: list[list[list[str]]]

@@ -39,6 +39,7 @@ class Engine(Protocol):
     device: Any  # where it computes (a torch.device, or CTranslate2's device name)
     dtype: Any  # in what precision (a torch.dtype, or CTranslate2's compute type)
     model: Any  # what searches (the torch module or ensemble; the CTranslate2 translator)
+    auto_max_tokens: int  # the batch budget of --max-tokens 0 (auto) on this engine; 0: the Translator's
 
     @property
     def num_attention_heads(self) -> int: ...

@@ -33,6 +33,7 @@ class TorchEngine:
     def __init__(self, model: str | Path, load: LoadOptions, overrides: Sequence[str], threads_: int,
                  attention_layer: int = -1, seed: int | None = None) -> None:
         self.device = resolve_device(load.device)
+        self.auto_max_tokens = 0  # the Translator's CPU and GPU budgets
         self.dtype = decode_dtype(load.precision, self.device, load.int8)
         self.threads = threads_
         self.attention_layer = attention_layer

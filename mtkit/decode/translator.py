@@ -75,8 +75,8 @@ def _options_from(kwargs: dict[str, Any], load: LoadOptions | None,
 # GPU each decoding step costs about the same whatever the batch, so fewer, larger batches win:
 # transformer-small beam 5 on an H100 searched the 2,000 test sentences in 3.5 s at 16,000, 1.7 s at
 # 64,000 and 1.3 s at 256,000 (2.3 GiB of GPU memory at most). A batch that does not fit is halved.
-CPU_MAX_TOKENS = 16000
-GPU_MAX_TOKENS = 256000
+CPU_MAX_TOKENS, GPU_MAX_TOKENS = 16000, 256000
+AUTO_MAX_TOKENS = {False: CPU_MAX_TOKENS, True: GPU_MAX_TOKENS}  # by whether the device is a GPU
 # Lines per chunk of a long input at most: the unit `--resume` can lose, and the most lines one batch
 # can hold. A GPU batch of 256,000 subwords holds ~2,500 sentences at beam 5.
 CPU_CHUNK_LINES = 1000
@@ -139,8 +139,8 @@ class Translator:
                         else Bpe(self.model_dir / self.meta.tgt_bpe))
         self.nbest, self.sample = opts.nbest, opts.sample
         self.attention_layer = opts.attention_layer
-        on_gpu = str(self.device).startswith("cuda")
-        self.max_tokens = opts.max_tokens or (GPU_MAX_TOKENS if on_gpu else CPU_MAX_TOKENS)
+        on_gpu = str(self.device).startswith("cuda")  # an engine may choose its own auto budget
+        self.max_tokens = opts.max_tokens or self.backend.auto_max_tokens or AUTO_MAX_TOKENS[on_gpu]
         self.chunk_lines = GPU_CHUNK_LINES if on_gpu else CPU_CHUNK_LINES
         self._halving_warned = False
         if self.decoding.beam_size < self.nbest and not opts.sample:

@@ -12,7 +12,8 @@
 #   OUT=/tmp/out TT=3.5 DEADLINE=560 bash bench/student_base_gpu.sh
 # Env: DEV (cuda), TT teacher minutes, DEADLINE (seconds from the start by which the students stop and
 # packing begins, minus ~45 s), NLINES (0 = every training line), STUDENT_LS (label smoothing of the
-# students, 0), WORKDIR (/tmp/sb).
+# students, 0), WORKDIR (/tmp/sb), SKIP_TEACHER (1: the teacher in WORKDIR is kept, as on the same warm
+# machine after an earlier call), TTR_FIX (seconds for the teacher's translation of the training source).
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 DEV=${DEV:-cuda}; TT=${TT:-3.5}; DEADLINE=${DEADLINE:-560}; NLINES=${NLINES:-0}; LS=${STUDENT_LS:-0}
@@ -42,11 +43,14 @@ pack() {
 }
 trap pack EXIT
 
+if [ "${SKIP_TEACHER:-0}" = 0 ]; then
 t "teacher (transformer-base): $TT min"
 timeout -k 5 $(python3 -c "print(int($TT*60+60))") $M train $R/transformer-base.yaml --device $DEV --max-time $TT \
   --set training.model_dir=$W/teacher $DATA > $W/teacher-train.log 2>&1; t "teacher rc $?"
 grep -E "parameters|^speed|^done" $W/teacher-train.log | tail -3; grep "^valid" $W/teacher-train.log | tail -2
-$M average $W/teacher --last 5 > $W/average.log 2>&1; t "average rc $?"; AVG=$W/teacher/checkpoint_avg.pt
+$M average $W/teacher --last 5 > $W/average.log 2>&1; t "average rc $?"
+fi
+AVG=$W/teacher/checkpoint_avg.pt
 
 # the source in two halves, translated side by side (one process keeps the card only half busy);
 # a half cut short by its timeout keeps its finished lines (--resume writes whole chunks), and only
@@ -54,7 +58,7 @@ $M average $W/teacher --last 5 > $W/average.log 2>&1; t "average rc $?"; AVG=$W/
 if [ "$NLINES" = 0 ]; then zcat $G/train.en.gz > $W/source.en; else zcat $G/train.en.gz | head -n $NLINES > $W/source.en; fi
 n=$(wc -l < $W/source.en); h=$(( (n + 1) / 2 ))
 head -n $h $W/source.en > $W/half1.en; tail -n +$(( h + 1 )) $W/source.en > $W/half2.en
-TTR=$(( DEADLINE - $(now) - 230 )); [ $TTR -gt 150 ] && TTR=150; [ $TTR -lt 30 ] && TTR=30
+TTR=$(( DEADLINE - $(now) - 230 )); [ $TTR -gt 150 ] && TTR=150; [ $TTR -lt 30 ] && TTR=30; TTR=${TTR_FIX:-$TTR}
 t "teacher beam 5 over $n training sources, at most $TTR s"
 for p in 1 2; do
   timeout -k 5 $TTR $M translate --model $W/teacher --checkpoint $AVG --device $DEV --beam 5 --scores --resume \

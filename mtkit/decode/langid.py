@@ -27,6 +27,11 @@ NEEDS = ("language detection needs py3langid: pip install 'mtkit[serve]' "
          "(or pip install 'py3langid>=0.4,<0.5')")
 
 
+#: how much more likely a priori a server's own languages are than the others (`for_server`): chosen
+#: on the Debian dev sentences by bench/langid_served.py (docs/results.md, language identification)
+SERVED_WEIGHT = 10.0
+
+
 @dataclass(frozen=True)
 class Guess:
     """A language (ISO 639-1 code where one exists) and the probability, 0 to 1, that the text is in it."""
@@ -71,6 +76,17 @@ class LanguageIdentifier:
         total = sum(p for _, p in scores)
         return [Guess(lang, p / total if total > 0 else 0.0) for lang, p in scores]
 
+    def for_server(self, text: str, served: Collection[str], weight: float = SERVED_WEIGHT) -> list[Guess]:
+        """Every language the identifier knows, the likeliest first for a server of ``served``: ranked
+        by the identifier's probability, ``weight`` times for a served language (a prior: clients send
+        mostly what a server offers, and short Spanish would otherwise go to Galician), each with the
+        identifier's own probability. A text with no letter: the served languages it knows, each 0."""
+        ranked = self.rank(text)
+        if not any(g.probability for g in ranked):
+            return [g for g in ranked if g.language in set(served)]
+        wanted = set(served)
+        return sorted(ranked, key=lambda g: -g.probability * (weight if g.language in wanted else 1.0))
+
     def best(self, text: str, among: Collection[str] | None = None) -> Guess | None:
         """The most probable language of ``text`` (among ``among``); None when the identifier knows
         none of ``among``."""
@@ -78,4 +94,4 @@ class LanguageIdentifier:
         return ranked[0] if ranked else None
 
 
-__all__ = ["NEEDS", "Guess", "LanguageIdentifier"]
+__all__ = ["NEEDS", "SERVED_WEIGHT", "Guess", "LanguageIdentifier"]

@@ -45,27 +45,37 @@ def main() -> None:
     ranked = {lang: [ident.rank(t) for t in ts] for lang, ts in data.items()}
     short = {lang: [len(t.split()) <= 5 for t in ts] for lang, ts in data.items()}
     ways = [("among the served only", None)] + [(f"all, served ×{k:g}", k) for k in WEIGHTS]
-    print("| question | served, all | served, 1-5 words | not served, all | not served, 1-5 words |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+    print("| question | served text: right | 1-5 words | other text: right | 1-5 words "
+          "| other text taken for a served language | 1-5 words |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, k in ways:
-        right = {(s, b): [0, 0] for s in (True, False) for b in (False, True)}
+        # (text served?, short only?) -> [right, taken for a served language, texts]
+        count = {(s, b): [0, 0, 0] for s in (True, False) for b in (False, True)}
         for served in itertools.combinations(FILES, 2):
             for lang, rows in ranked.items():
                 for guesses, is_short in zip(rows, short[lang], strict=True):
                     if k is None:
-                        best = max((g for g in guesses if g.language in served), key=lambda g: g.probability)
-                        found = best.language
+                        found = max((g for g in guesses if g.language in served),
+                                    key=lambda g: g.probability).language
                     else:
                         found = max(guesses, key=lambda g: g.probability * (k if g.language in served
                                                                            else 1.0)).language
                     for bucket in {False, is_short}:
-                        cell = right[(lang in served, bucket)]
+                        cell = count[(lang in served, bucket)]
                         cell[0] += found == lang
-                        cell[1] += 1
-        cells = [f"{100 * right[c][0] / right[c][1]:.1f}% ({right[c][1]:,})"
-                 for c in ((True, False), (True, True), (False, False), (False, True))]
+                        cell[1] += found != lang and found in served
+                        cell[2] += 1
+        cells = [f"{100 * count[c][0] / count[c][2]:.1f}%" for c in ((True, False), (True, True),
+                                                                    (False, False), (False, True))]
+        cells += [f"{100 * count[c][1] / count[c][2]:.1f}%" for c in ((False, False), (False, True))]
         print(f"| {name} | " + " | ".join(cells) + " |")
-
+    n = {c: 0 for c in ((True, False), (True, True), (False, False), (False, True))}
+    for served in itertools.combinations(FILES, 2):
+        for lang in FILES:
+            n[(lang in served, False)] += len(data[lang])
+            n[(lang in served, True)] += sum(short[lang])
+    print(f"\ntexts: served {n[(True, False)]:,} ({n[(True, True)]:,} of 1-5 words), other "
+          f"{n[(False, False)]:,} ({n[(False, True)]:,})")
 
 if __name__ == "__main__":
     main()

@@ -6,10 +6,12 @@ its wheel: nothing is downloaded, numpy is all it needs), an optional dependency
 extra. Its model takes about a second to load, so it is loaded once per process, on first use, and
 shared: classifying reads it and never changes it, so threads may share it.
 
-Why restricting to a few languages is the useful question: a server asked for ``source: auto`` can
-only choose among the models it holds, and among two or three European languages a short sentence is
-told apart far more reliably than among the identifier's 140 (docs/results.md has both figures). The
-probabilities among the few are the identifier's over all its languages renormalised over the few.
+What a server asks (`for_server`): which language the text *is*, among all the identifier knows, with
+the languages the server knows weighted up. Among its few languages alone, German sent to an en→de
+server would be named English and translated as English (issue #41); among all unweighted, short
+Spanish is often named Galician. The weight was chosen by measuring both failures
+(bench/langid_served.py, docs/results.md). ``rank`` among a few renormalises the identifier's
+probabilities over the few; ``for_server`` reports the identifier's own.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ NEEDS = ("language detection needs py3langid: pip install 'mtkit[serve]' "
 
 #: how much more likely a priori a server's own languages are than the others (`for_server`): chosen
 #: on the Debian dev sentences by bench/langid_served.py (docs/results.md, language identification)
-SERVED_WEIGHT = 10.0
+SERVED_WEIGHT = 3.0
 
 
 @dataclass(frozen=True)

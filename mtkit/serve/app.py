@@ -5,7 +5,8 @@ Two APIs over the same models:
 - LibreTranslate's (``POST /translate``, ``POST /detect``, ``GET /languages``, ``GET
   /frontend/settings``), so that LibreTranslate clients and integrations work unchanged; fields mtkit
   cannot honour are refused with 400, never ignored (docs/serve.md lists them). ``source: "auto"``
-  and ``/detect`` identify the language among those served (`mtkit.decode.langid`).
+  and ``/detect`` identify what language a text is (`mtkit.decode.langid`); a pair without a model is
+  answered through the pivot language (`ModelSet.route`).
 - mtkit's own (``POST /v1/translate``, ``GET /v1/models``): beam size, n-best with scores, each
   sentence's confidence, subwords and attention.
 

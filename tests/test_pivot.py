@@ -92,6 +92,10 @@ def test_the_glossary_of_the_pair_constrains_the_last_leg(models, tmp_path):
         else:
             assert text == was
     assert forced.first.glossary is None and forced.second.glossary is None  # the legs have none
+    # constraints of a line (--json-input) go to the last leg too
+    wanted = [["stone window"] if i == 0 else [] for i in range(len(LINES))]
+    constrained = plain.translate_chunk(LINES, constraints=wanted)
+    assert "stone window" in constrained[0].text and [t.text for t in constrained[1:]] == before[1:]
 
 
 def test_what_a_pivot_cannot_do_is_one_line(models, tmp_path):
@@ -102,6 +106,8 @@ def test_what_a_pivot_cannot_do_is_one_line(models, tmp_path):
         pivot.translate_hypotheses(LINES, need_attention=True)
     with pytest.raises(ConfigError, match=r"translates es into en only; give the second leg's model"):
         PivotTranslator.open(models["es-en"], pivot="en", tgt_lang="de", **EXACT)
+    with pytest.raises(ConfigError, match=r"^--pivot fr: the model translates into en only$"):
+        PivotTranslator.open(models["es-en"], pivot="fr", then=models["en-de"], **EXACT)
     with pytest.raises(ConfigError, match=r"was not trained de→es"):
         PivotTranslator.open(models["multi"], pivot="de", tgt_lang="es", **EXACT)
     with pytest.raises(ConfigError, match=r"translates from en, not from the pivot language es"):

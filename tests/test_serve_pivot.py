@@ -86,6 +86,17 @@ def test_two_bilingual_models_answer_the_pair_between_them_through_english(model
         assert reply.status_code == 400 and reply.json() == {"error": "no model translates es → de"}
 
 
+def test_the_servers_glossary_constrains_the_last_leg_of_a_pivot_as_the_api_does(models, tmp_path):
+    glossary = tmp_path / "terms.tsv"
+    glossary.write_text("cat\tstone window\n", encoding="utf-8")
+    pivot = PivotTranslator.open(models["es-en"], then=models["en-de"], glossary=str(glossary), **KW)
+    expected = pivot.translate(TEXTS)
+    assert "stone window" in expected[1] and "cat" in TEXTS[1]
+    with client_of([models["es-en"], models["en-de"]], glossary=glossary) as client:
+        reply = client.post("/translate", json={"q": TEXTS, "source": "es", "target": "de"}).json()
+        assert reply["translatedText"] == expected
+
+
 def test_a_direct_pair_is_never_pivoted_and_a_pivot_is_taken_only_when_asked(models):
     with client_of([models["es-en"], models["en-de"], models["es-de"]]) as client:
         v1 = client.post("/v1/translate", json={"text": TEXTS, "source": "es", "target": "de"}).json()

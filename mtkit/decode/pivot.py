@@ -127,7 +127,10 @@ class PivotTranslator:
             raise ConfigError(f"{model} translates into {', '.join(targets)}: name the pivot language "
                               "with --pivot")
         bare = dataclasses.replace(search, glossary=None, tgt_lang=pivot)
-        first = Translator(model, load, bare)
+        try:
+            first = Translator(model, load, bare)
+        except ConfigError as exc:  # the first leg translates into the pivot: say it in those words
+            raise ConfigError(str(exc).replace("--tgt-lang", "--pivot")) from None
         pivot = pivot or first.meta.tgt_lang
         if pivot == target:
             raise ConfigError(f"--pivot {pivot} is the language translated into: nothing to pivot through")

@@ -156,12 +156,19 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
         """Each text's sentences with their translations along ``route`` (and, through a pivot, the
         first leg's): the first leg's text of each (sentences joined, as `mtkit translate` writes a
         line) is the last leg's input, which cuts it into sentences again; constraints go to the last
-        leg. Each leg searches with ``beam`` or its model's own beam."""
-        firsts = None
+        leg, and so do the --glossary terms found in each text (as `PivotTranslator` does). Each leg
+        searches with ``beam`` or its model's own beam."""
+        firsts, pivoted = None, len(route.legs) > 1
+        glossary = route.legs[-1].translator.glossary
+        if pivoted and glossary is not None:
+            given = constraints or [[] for _ in texts]
+            found = [[t.target for t in glossary.find(text)] for text in texts]
+            constraints = [f + [c for c in g if c not in f] for f, g in zip(found, given, strict=True)]
+            constraints = constraints if any(constraints) else None
         for n, leg in enumerate(route.legs):
             last = n == len(route.legs) - 1
             width = max(beam or leg.default_beam, nbest if last else 1)
-            run = Settings(width, nbest if last else 1, attention and last)
+            run = Settings(width, nbest if last else 1, attention and last, glossary=not pivoted)
             done = await translate(leg, texts, run, constraints if last else None)
             if not last:
                 firsts = done
@@ -199,9 +206,9 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
         """format html: each text a page or fragment translated with its tags (mtkit.formats.html),
         off the event loop; a run whose translation would lose or unnest a tag stays as it was.
         Through a pivot, each run's first-leg best is what the last leg translates."""
-        def searcher(model: ServedModel) -> Any:
+        def searcher(model: ServedModel, glossary: bool = True) -> Any:
             def search(lines: list[str], constraints: list[list[str]] | None = None) -> list[list[str]]:
-                wide = Settings(model.default_beam, model.default_beam)  # each hypothesis a candidate
+                wide = Settings(model.default_beam, model.default_beam, glossary=glossary)  # all candidates
                 future = model.batcher.submit(lines, wide, constraints)
                 try:
                     results = future.result(settings.timeout)
@@ -215,7 +222,7 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
         def page(route: Route | None, text: str) -> str:
             if route is None:
                 return text
-            legs = [searcher(m) for m in route.legs]
+            legs = [searcher(m, n == len(route.legs) - 1) for n, m in enumerate(route.legs)]
 
             def search(lines: list[str], constraints: list[list[str]] | None = None) -> list[list[str]]:
                 for leg in legs[:-1]:

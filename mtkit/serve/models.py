@@ -122,7 +122,13 @@ class ModelSet:
         tr = model.translator
         tr.nbest = settings.nbest
         tr.decoding.beam_size = max(settings.beam_size, settings.nbest)
-        return tr.translate_chunk(sentences, need_attention=settings.attention, constraints=constraints)
+        glossary = tr.glossary
+        if not settings.glossary:  # this worker alone uses this translator: set back below
+            tr.glossary = None
+        try:
+            return tr.translate_chunk(sentences, need_attention=settings.attention, constraints=constraints)
+        finally:
+            tr.glossary = glossary
 
     def languages(self) -> list[dict[str, Any]]:
         """LibreTranslate's /languages: every source language with the targets it reaches, directly

@@ -30,6 +30,7 @@ __version__ = "0.1.0"
 #: public name → the module that defines it
 _LAZY = {
     "Translator": "mtkit.decode.translator",
+    "PivotTranslator": "mtkit.decode.pivot",
     "LoadOptions": "mtkit.options",
     "SearchOptions": "mtkit.options",
     "MtkitError": "mtkit.errors",

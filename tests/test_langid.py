@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from mtkit.decode.langid import NEEDS, LanguageIdentifier
+from mtkit.decode.langid import NEEDS, Guess, LanguageIdentifier
 from mtkit.errors import ConfigError
 
 pytest.importorskip("py3langid")
@@ -51,3 +51,15 @@ def test_without_py3langid_one_line_says_how_to_install_it(monkeypatch):
     with pytest.raises(ConfigError) as caught:
         LanguageIdentifier()
     assert str(caught.value) == NEEDS and "pip install 'mtkit[serve]'" in NEEDS
+
+
+def test_for_a_server_the_answer_is_what_the_text_is_with_the_identifiers_own_probability(identifier):
+    """Issue #41: German sent to a server of English alone is German, not the closest served language;
+    a served language wins only where the identifier finds it likely (short Spanish, not Galician)."""
+    for lang in ("de", "es"):
+        ranked = identifier.for_server(SENTENCES[lang], ["en"])
+        own = {g.language: g.probability for g in identifier.rank(SENTENCES[lang])}
+        assert ranked[0].language == lang and ranked[0].probability == own[lang] < 1.0
+    assert identifier.for_server("No se pudo guardar", ["en", "es"])[0].language == "es"
+    assert identifier.for_server("No se pudo guardar", ["en", "es"], weight=1.0)[0].language != "es"
+    assert identifier.for_server("123 !!!", ["en", "de", "xx"]) == [Guess("de", 0.0), Guess("en", 0.0)]

@@ -92,10 +92,13 @@ def test_alternatives_differ_from_the_translation_and_each_other(client):
     assert reply["translatedText"] not in alternatives
 
 
-def test_source_auto_names_the_one_source_language(client, reference):
-    reply = client.post("/translate", json={"q": "green tea", "source": "auto", "target": "de"}).json()
-    assert reply["detectedLanguage"] == {"confidence": 100.0, "language": "en"}
-    assert reply["translatedText"] == reference["de"].translate(["green tea"])[0]
+def test_source_auto_asks_the_identifier_even_with_one_source_language(client, reference):
+    """What the text is, not which served source it is closest to (issue #41): its probability."""
+    pytest.importorskip("py3langid")
+    reply = client.post("/translate", json={"q": ENGLISH, "source": "auto", "target": "de"}).json()
+    found = reply["detectedLanguage"]
+    assert found["language"] == "en" and 50 < found["confidence"] < 100
+    assert reply["translatedText"] == reference["de"].translate([ENGLISH])[0]
 
 
 def test_format_html_translates_each_run_with_its_tags_as_offline_translation_does(client, reference):
@@ -200,16 +203,16 @@ def multilingual(models, tmp_path_factory):
         yield c, offline(es_de)
 
 
-def test_detect_answers_libretranslates_shape_among_the_served_languages(multilingual):
+def test_detect_answers_libretranslates_shape_with_the_identifiers_probabilities(multilingual):
     client, _ = multilingual
     for text, lang in ((ENGLISH, "en"), (SPANISH, "es")):
         found = client.post("/detect", json={"q": text}).json()
-        assert [d["language"] for d in found] == [lang, {"en": "es", "es": "en"}[lang]]
-        assert found[0]["confidence"] > 90
-        assert sum(d["confidence"] for d in found) == pytest.approx(100, abs=0.2)
+        assert found[0]["language"] == lang and found[0]["confidence"] > 90 and 1 < len(found) <= 5
+        assert all(0 <= d["confidence"] <= 100 for d in found)
+        assert sum(d["confidence"] for d in found) <= 100.3  # the identifier's own, over all its languages
         assert client.post("/detect", data={"q": text}).json() == found  # a form, as libretranslatepy sends
     german = client.post("/detect", json={"q": "Die Datei konnte nicht gespeichert werden."}).json()
-    assert {d["language"] for d in german} == {"en", "es"}  # no German model: never the answer
+    assert german[0]["language"] == "de"  # what the text is (the server translates into German)
     for body in ({}, {"q": ""}, {"q": []}):
         reply = client.post("/detect", json=body)
         assert reply.status_code == 400 and reply.json() == {"error": "Invalid request: missing q parameter"}
@@ -225,7 +228,9 @@ def test_source_auto_translates_each_text_with_the_model_of_its_language(multili
     assert one["detectedLanguage"]["language"] == "es"
     assert one["translatedText"] == es_de.translate([SPANISH])[0]
     v1 = client.post("/v1/translate", json={"text": SPANISH, "source": "auto", "target": "de"})
-    assert v1.status_code == 400 and "name the source language" in v1.json()["error"]
+    assert v1.status_code == 200 and v1.json()["detectedLanguage"]["language"] == "es"
+    assert v1.json()["route"]["kind"] == "direct" and v1.json()["source"] == "es"
+    assert v1.json()["translations"][0]["text"] == es_de.translate([SPANISH])[0]
 
 
 def test_without_the_identifier_detection_is_one_line_naming_the_package(multilingual, client, monkeypatch):
@@ -237,8 +242,10 @@ def test_without_the_identifier_detection_is_one_line_naming_the_package(multili
     monkeypatch.setitem(sys.modules, "py3langid.langid", None)
     reply = multi.post("/detect", json={"q": ENGLISH})
     assert reply.status_code == 501 and "pip install 'mtkit[serve]'" in reply.json()["error"]
-    # one language served: nothing to choose, no identifier needed
-    assert client.post("/detect", json={"q": SPANISH}).json() == [{"confidence": 100.0, "language": "en"}]
+    # one source language served: the identifier is asked all the same (what is the text?)
+    monkeypatch.setattr(client.app.state.models, "_identifier", None)
+    reply = client.post("/translate", json={"q": SPANISH, "source": "auto", "target": "de"})
+    assert reply.status_code == 501 and "pip install 'mtkit[serve]'" in reply.json()["error"]
 
 
 # ------------------------------------------------------------------------------------- mtkit's API

@@ -37,12 +37,13 @@ ODD = ["\ud800", "\udfff", "\udc80", "\ud83d", "\ud83d\ude00", "\x00", "\x07", "
 LANGUAGES = ["en", "de", "es", "auto", "fr", "", "EN", "en-US", "\ud800", "de\n", "x" * 200]
 FIELDS = {
     "/translate": {"q": "text", "source": "lang", "target": "lang", "format": ["text", "html", "xml", ""],
-                   "alternatives": [0, 1, 3, 7, 8, -1, "2", "many"], "api_key": ["", "key"]},
+                   "alternatives": [0, 1, 3, 7, 8, -1, "2", "many"], "api_key": ["", "key"],
+                   "route": ["auto", "direct", "pivot", "", 3, None]},
     "/detect": {"q": "text", "api_key": ["", "key"]},
     "/v1/translate": {"text": "text", "source": "lang", "target": "lang", "model": ["en-de", "es-de", "nope"],
                       "beam_size": [1, 4, 16, 17, 0, None], "nbest": [1, 2, 8, 9, 0],
                       "attention": [True, False, "yes", 1], "constraints": "constraints",
-                      "api_key": ["", "key"]},
+                      "api_key": ["", "key"], "route": ["auto", "direct", "pivot", "zero", None]},
 }
 PLAIN = [("GET", "/languages"), ("GET", "/frontend/settings"), ("GET", "/v1/models"), ("GET", "/health"),
          ("GET", "/metrics"), ("GET", "/"), ("GET", "/static/app.js"), ("GET", "/translate"),
@@ -98,7 +99,7 @@ def well_formed(rng: random.Random, path: str) -> dict[str, Any]:
         return {"q": texts}
     if path == "/translate":
         return {"q": texts, "source": rng.choice(["en", "es", "auto"]), "target": "de",
-                "alternatives": rng.choice([0, 0, 2])}
+                "alternatives": rng.choice([0, 0, 2]), "route": rng.choice(["auto", "direct", "pivot"])}
     pair = {"model": "es-de"} if rng.random() < 0.3 else {"source": "en", "target": "de"}
     return {"text": texts, **pair, "beam_size": rng.choice([1, 2, 4]), "nbest": rng.choice([1, 2]),
             "attention": rng.random() < 0.3}
@@ -176,13 +177,15 @@ def models(tmp_path_factory) -> dict[str, Path]:
     # a random model writes as long a translation as it may: a short limit keeps 200 requests quick
     short = {"max_len_a": 0.25, "max_len_b": 2}
     return {"en": served_model(root / "en-de", "de", seed=0, **short),
-            "es": served_model(root / "es-de", "de", seed=1, source="es", **short)}
+            "es": served_model(root / "es-de", "de", seed=1, source="es", **short),
+            # with "route": "pivot", es→de goes es→en→de
+            "es-en": served_model(root / "es-en", "en", seed=2, source="es", **short)}
 
 
 def test_random_requests_to_every_endpoint_get_2xx_or_a_4xx_line(models):
     load = LoadOptions(device="cpu", threads=1, precision="fp32")
-    app = build_app([models["en"], models["es"]], load, ServeOptions(char_limit=2000, max_body=4096,
-                                                                             max_wait_ms=0))
+    app = build_app([models["en"], models["es"], models["es-en"]], load,
+                    ServeOptions(char_limit=2000, max_body=4096, max_wait_ms=0))
     normal = {"q": "the cat sat on the mat", "source": "en", "target": "de"}
     rng = random.Random(29)
     with TestClient(app, raise_server_exceptions=False) as client:
@@ -201,4 +204,4 @@ def test_random_requests_to_every_endpoint_get_2xx_or_a_4xx_line(models):
         after = client.post("/translate", json=normal).json()
         detected = client.post("/detect", json={"q": "Die Datei konnte nicht gespeichert werden."}).json()
     assert after == before == {"translatedText": offline(models["en"]).translate([normal["q"]])[0]}
-    assert detected[0]["language"] in ("en", "es")  # answered from the served languages (no German model)
+    assert detected[0]["language"] == "de"  # what the text is, served or not

@@ -40,6 +40,8 @@ def serve_command(
                                          help="Terms every translation must use (source TAB target a line)."),
     glossary_ignore_case: bool = typer.Option(False, "--glossary-ignore-case",
                                               help="Match the glossary's source terms in any case."),
+    pivot: str = typer.Option("en", "--pivot",
+                              help="Answer pairs without a model through this language (none: do not)."),
 ) -> None:
     """Serve models over HTTP: LibreTranslate's API, mtkit's /v1 API and a web page at /."""
     from mtkit.decode.translator import LoadOptions
@@ -51,5 +53,6 @@ def serve_command(
     options = ServeOptions(host=host, port=port, max_wait_ms=max_wait_ms, max_batch_sentences=max_batch,
                            queue_sentences=queue, char_limit=char_limit, max_body=max_body, timeout=timeout,
                            api_keys=api_keys, cors_origins=cors_origin, log_level=log_level,
-                           glossary=glossary, glossary_ignore_case=glossary_ignore_case)
+                           glossary=glossary, glossary_ignore_case=glossary_ignore_case,
+                           pivot=None if pivot.strip().lower() in ("", "none") else pivot.strip())
     run_server(model, load, options)

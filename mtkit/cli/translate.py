@@ -78,6 +78,11 @@ def translate_command(
              "not a rule."),
     tgt_lang: str = typer.Option("", "--tgt-lang",
         help="Language to translate into (needed where the model knows several; docs/multilingual.md)."),
+    pivot: str = typer.Option("", "--pivot",
+        help="Translate through this language: into it, then from it into the target (one line per "
+             "line still; docs/translate.md#pivot-translation)."),
+    pivot_model: Path | None = typer.Option(None, "--pivot-model",
+        help="The second leg's model (pivot → target); default: --model itself (a multilingual model)."),
     json_input: bool = typer.Option(False, "--json-input",
         help='Each input line is JSON: {"text": ..., "constraints": [target strings]}.'),
     format: str = typer.Option("auto", "--format", "-f",
@@ -115,5 +120,6 @@ def translate_command(
                         flag_file=flag_file, attention_plot=attention_plot,
                         attention_plot_max=attention_plot_max, attention_head=attention_head,
                         resume=resume, shard=shard, json_input=json_input, format=format,
-                        placeholders=placeholders, retranslate=retranslate, fuzzy=fuzzy)
+                        placeholders=placeholders, retranslate=retranslate, fuzzy=fuzzy,
+                        pivot=pivot, pivot_model=str(pivot_model) if pivot_model is not None else None)
     run_translate(model, input, output, load, search, out)

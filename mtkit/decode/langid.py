@@ -6,10 +6,12 @@ its wheel: nothing is downloaded, numpy is all it needs), an optional dependency
 extra. Its model takes about a second to load, so it is loaded once per process, on first use, and
 shared: classifying reads it and never changes it, so threads may share it.
 
-Why restricting to a few languages is the useful question: a server asked for ``source: auto`` can
-only choose among the models it holds, and among two or three European languages a short sentence is
-told apart far more reliably than among the identifier's 140 (docs/results.md has both figures). The
-probabilities among the few are the identifier's over all its languages renormalised over the few.
+What a server asks (`for_server`): which language the text *is*, among all the identifier knows, with
+the languages the server knows weighted up. Among its few languages alone, German sent to an en→de
+server would be named English and translated as English (issue #41); among all unweighted, short
+Spanish is often named Galician. The weight was chosen by measuring both failures
+(bench/langid_served.py, docs/results.md). ``rank`` among a few renormalises the identifier's
+probabilities over the few; ``for_server`` reports the identifier's own.
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ from mtkit.errors import ConfigError
 
 NEEDS = ("language detection needs py3langid: pip install 'mtkit[serve]' "
          "(or pip install 'py3langid>=0.4,<0.5')")
+
+
+#: how much more likely a priori a server's own languages are than the others (`for_server`): chosen
+#: on the Debian dev sentences by bench/langid_served.py (docs/results.md, language identification)
+SERVED_WEIGHT = 3.0
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,17 @@ class LanguageIdentifier:
         total = sum(p for _, p in scores)
         return [Guess(lang, p / total if total > 0 else 0.0) for lang, p in scores]
 
+    def for_server(self, text: str, served: Collection[str], weight: float = SERVED_WEIGHT) -> list[Guess]:
+        """Every language the identifier knows, the likeliest first for a server of ``served``: ranked
+        by the identifier's probability, ``weight`` times for a served language (a prior: clients send
+        mostly what a server offers, and short Spanish would otherwise go to Galician), each with the
+        identifier's own probability. A text with no letter: the served languages it knows, each 0."""
+        ranked = self.rank(text)
+        if not any(g.probability for g in ranked):
+            return [g for g in ranked if g.language in set(served)]
+        wanted = set(served)
+        return sorted(ranked, key=lambda g: -g.probability * (weight if g.language in wanted else 1.0))
+
     def best(self, text: str, among: Collection[str] | None = None) -> Guess | None:
         """The most probable language of ``text`` (among ``among``); None when the identifier knows
         none of ``among``."""
@@ -78,4 +96,4 @@ class LanguageIdentifier:
         return ranked[0] if ranked else None
 
 
-__all__ = ["NEEDS", "Guess", "LanguageIdentifier"]
+__all__ = ["NEEDS", "SERVED_WEIGHT", "Guess", "LanguageIdentifier"]

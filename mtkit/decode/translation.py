@@ -206,6 +206,8 @@ def _json_record(tr: Translation, nbest: int) -> dict:
             "confidence": h.confidence,
             "tokens": h.tokens,
             "alignment": pharaoh(h.alignment) if h.alignment is not None else None,
+            # a pivoted translation (mtkit.decode.pivot) also says what its last leg translated
+            **({"pivot": one_line(h.pivot)} if isinstance(getattr(h, "pivot", None), str) else {}),
         }
 
     record: dict = {"index": tr.index, "source": tr.source, "source_tokens": tr.source_tokens}

@@ -36,6 +36,7 @@ class ServeOptions:
     log_level: str = "warning"
     glossary: Path | None = None  # terms every translation must use (mtkit.decode.glossary)
     glossary_ignore_case: bool = False
+    pivot: str | None = "en"  # pairs without a model are chained through this language (None: not at all)
 
 
 def build_app(models: list[Path], load: LoadOptions, options: ServeOptions):  # -> FastAPI
@@ -57,7 +58,7 @@ def build_app(models: list[Path], load: LoadOptions, options: ServeOptions):  # 
     keys = KeyRing.from_file(options.api_keys) if options.api_keys is not None else KeyRing()
     model_set = ModelSet(models, load, options.max_wait_ms / 1000, options.max_batch_sentences,
                          options.queue_sentences, glossary=options.glossary,
-                         glossary_ignore_case=options.glossary_ignore_case)
+                         glossary_ignore_case=options.glossary_ignore_case, pivot=options.pivot)
     settings = ServerSettings(char_limit=options.char_limit, max_body=options.max_body,
                               timeout=options.timeout, cors_origins=list(options.cors_origins))
     return create_app(model_set, settings, keys)

@@ -5,7 +5,8 @@ Two APIs over the same models:
 - LibreTranslate's (``POST /translate``, ``POST /detect``, ``GET /languages``, ``GET
   /frontend/settings``), so that LibreTranslate clients and integrations work unchanged; fields mtkit
   cannot honour are refused with 400, never ignored (docs/serve.md lists them). ``source: "auto"``
-  and ``/detect`` identify the language among those served (`mtkit.decode.langid`).
+  and ``/detect`` identify what language a text is (`mtkit.decode.langid`); a pair without a model is
+  answered through the pivot language (`ModelSet.route`).
 - mtkit's own (``POST /v1/translate``, ``GET /v1/models``): beam size, n-best with scores, each
   sentence's confidence, subwords and attention.
 
@@ -23,22 +24,34 @@ import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from mtkit.decode.langid import Guess
+from mtkit.decode.translation import Candidate, Translation
 from mtkit.errors import ConfigError, MtkitError
 from mtkit.formats.documents import translate_document
 from mtkit.serve.batcher import QueueFull, Settings
-from mtkit.serve.bodies import HTTPError, parse_body, read_body
+from mtkit.serve.bodies import (
+    DetectRequest,
+    HTTPError,
+    LibreRequest,
+    V1Request,
+    one_line,
+    parse_body,
+    read_body,
+)
 from mtkit.serve.metrics import ServerMetrics
-from mtkit.serve.models import ModelSet, ServedModel, sentences_of
-from mtkit.serve.replies import detections, libre_reply, v1_reply
+from mtkit.serve.models import ModelSet, Route, ServedModel, sentences_of
+from mtkit.serve.replies import Done, detections, libre_reply, v1_reply
 from mtkit.serve.security import KeyRing
+
+#: the languages /detect answers, likeliest first
+DETECTIONS = 5
 
 
 @dataclass
@@ -51,49 +64,6 @@ class ServerSettings:
     max_beam: int = 16
     max_nbest: int = 8
     cors_origins: list[str] = field(default_factory=list)
-
-
-class LibreRequest(BaseModel):
-    """LibreTranslate's /translate fields (others, such as its file options, are ignored as there)."""
-
-    model_config = ConfigDict(extra="ignore")
-    q: str | list[str]
-    source: str
-    target: str
-    format: Literal["text", "html"] = "text"
-    alternatives: int = Field(0, ge=0)
-    api_key: str | None = None
-
-
-class DetectRequest(BaseModel):
-    """LibreTranslate's /detect: the text (mtkit also takes a list, identified as one text)."""
-
-    model_config = ConfigDict(extra="ignore")
-    q: str | list[str]
-    api_key: str | None = None
-
-
-class V1Request(BaseModel):
-    """mtkit's /v1/translate: name the model or the language pair."""
-
-    model_config = ConfigDict(extra="forbid")
-    text: str | list[str]
-    source: str | None = None
-    target: str | None = None
-    model: str | None = None
-    beam_size: int | None = Field(None, ge=1)
-    nbest: int = Field(1, ge=1)
-    attention: bool = False
-    constraints: list[str] | list[list[str]] | None = None  # per text: target strings it must contain
-    api_key: str | None = None
-
-
-def _one_line(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first.get("loc", ())) or "body"
-    if first.get("type") == "missing":
-        return f"missing {where} parameter"
-    return f"{where}: {first.get('msg', 'invalid')}"
 
 
 def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None = None) -> FastAPI:
@@ -172,24 +142,52 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
             start += len(sentences)
         return out
 
-    async def identify(texts: list[str], among: list[str]) -> list[list[Guess]]:
-        """Each text's languages among ``among``, most probable first (off the event loop: the
+    async def identify(texts: list[str]) -> list[list[Guess]]:
+        """Each text's languages, likeliest first for this server (off the event loop: the
         identifier's first use loads its model)."""
         try:
-            return await asyncio.to_thread(lambda: [models.identify(t, among) for t in texts])
-        except ConfigError as exc:  # py3langid missing, or it knows none of the languages
+            return await asyncio.to_thread(lambda: [models.identify(t) for t in texts])
+        except ConfigError as exc:  # py3langid missing
             raise HTTPError(501, str(exc)) from None
 
-    async def translate_each(chosen: list[ServedModel], texts: list[str], alternatives: int) -> list[Any]:
-        """``texts[i]`` translated by ``chosen[i]``: one job per model, the models at once."""
-        order: dict[str, list[int]] = {}
-        for i, model in enumerate(chosen):
-            order.setdefault(model.name, []).append(i)
-        jobs = [translate(chosen[ids[0]], [texts[i] for i in ids],
-                          Settings(max(chosen[ids[0]].default_beam, alternatives + 1), alternatives + 1))
-                for ids in order.values()]
+    async def translate_route(route: Route, texts: list[str], beam: int | None, nbest: int = 1,
+                              attention: bool = False, constraints: list[list[str]] | None = None
+                              ) -> tuple[list[Done], list[Done] | None]:
+        """Each text's sentences with their translations along ``route`` (and, through a pivot, the
+        first leg's): the first leg's text of each (sentences joined, as `mtkit translate` writes a
+        line) is the last leg's input, which cuts it into sentences again; constraints go to the last
+        leg, and so do the --glossary terms found in each text (as `PivotTranslator` does). Each leg
+        searches with ``beam`` or its model's own beam."""
+        firsts, pivoted = None, len(route.legs) > 1
+        glossary = route.legs[-1].translator.glossary
+        if pivoted and glossary is not None:
+            given = constraints or [[] for _ in texts]
+            found = [[t.target for t in glossary.find(text)] for text in texts]
+            constraints = [f + [c for c in g if c not in f] for f, g in zip(found, given, strict=True)]
+            constraints = constraints if any(constraints) else None
+        for n, leg in enumerate(route.legs):
+            last = n == len(route.legs) - 1
+            width = max(beam or leg.default_beam, nbest if last else 1)
+            run = Settings(width, nbest if last else 1, attention and last, glossary=not pivoted)
+            done = await translate(leg, texts, run, constraints if last else None)
+            if not last:
+                firsts = done
+                texts = [" ".join(t.text for _, t in pairs if t.text) for pairs in done]
+        return done, firsts
+
+    async def translate_each(routes: list[Route | None], texts: list[str], alternatives: int) -> list[Any]:
+        """``texts[i]`` translated along ``routes[i]`` (None: answered as it is): one job per route,
+        the routes at once."""
+        order: dict[tuple[str, ...], list[int]] = {}
         done: list[Any] = [None] * len(texts)
-        for ids, results in zip(order.values(), await asyncio.gather(*jobs), strict=True):
+        for i, route in enumerate(routes):
+            if route is None:
+                done[i] = [(texts[i], Translation(0, texts[i], [], [Candidate(texts[i], 0.0, 0.0, [], [])]))]
+            else:
+                order.setdefault(tuple(m.name for m in route.legs), []).append(i)
+        jobs = [translate_route(routes[ids[0]], [texts[i] for i in ids], None, alternatives + 1)  # type: ignore[arg-type]
+                for ids in order.values()]
+        for ids, (results, _) in zip(order.values(), await asyncio.gather(*jobs), strict=True):
             for i, result in zip(ids, results, strict=True):
                 done[i] = result
         return done
@@ -200,16 +198,17 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
         try:
             req = schema.model_validate(await request_data(request))
         except ValidationError as exc:
-            raise HTTPError(400, f"Invalid request: {_one_line(exc)}") from None
+            raise HTTPError(400, f"Invalid request: {one_line(exc)}") from None
         check_key(request, req.api_key)
         return req, [req.q] if isinstance(req.q, str) else req.q
 
-    async def translate_pages(chosen: list[ServedModel], texts: list[str]) -> list[str]:
+    async def translate_pages(routes: list[Route | None], texts: list[str]) -> list[str]:
         """format html: each text a page or fragment translated with its tags (mtkit.formats.html),
-        off the event loop; a run whose translation would lose or unnest a tag stays as it was."""
-        def page(model: ServedModel, text: str) -> str:
+        off the event loop; a run whose translation would lose or unnest a tag stays as it was.
+        Through a pivot, each run's first-leg best is what the last leg translates."""
+        def searcher(model: ServedModel, glossary: bool = True) -> Any:
             def search(lines: list[str], constraints: list[list[str]] | None = None) -> list[list[str]]:
-                wide = Settings(model.default_beam, model.default_beam)  # each hypothesis a candidate
+                wide = Settings(model.default_beam, model.default_beam, glossary=glossary)  # all candidates
                 future = model.batcher.submit(lines, wide, constraints)
                 try:
                     results = future.result(settings.timeout)
@@ -218,12 +217,23 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
                     raise
                 metrics.sentences(model.name, len(lines))
                 return [[h.text for h in t.hypotheses] or [""] for t in results]
+            return search
 
-            retry = search if model.translator.can_constrain else None
-            return translate_document(text, "q", "html", model.target, search, retry).text
+        def page(route: Route | None, text: str) -> str:
+            if route is None:
+                return text
+            legs = [searcher(m, n == len(route.legs) - 1) for n, m in enumerate(route.legs)]
+
+            def search(lines: list[str], constraints: list[list[str]] | None = None) -> list[list[str]]:
+                for leg in legs[:-1]:
+                    lines = [found[0] for found in leg(lines)]
+                return legs[-1](lines, constraints)
+
+            retry = search if route.legs[-1].translator.can_constrain else None
+            return translate_document(text, "q", "html", route.target, search, retry).text
 
         try:
-            return await asyncio.to_thread(lambda: [page(m, t) for m, t in zip(chosen, texts, strict=True)])
+            return await asyncio.to_thread(lambda: [page(r, t) for r, t in zip(routes, texts, strict=True)])
         except MtkitError as exc:  # a page that is not HTML (a mismatched end tag)
             raise HTTPError(400, f"Invalid request: {exc}") from None
         except QueueFull as exc:
@@ -240,18 +250,25 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
         if req.alternatives > settings.max_nbest - 1:
             raise HTTPError(400, f"Invalid request: alternatives is at most {settings.max_nbest - 1}")
         detected = None
+        routes: list[Route | None]
         try:
-            if req.source == "auto":  # each text to the model of its language, among those reaching target
-                detected = [g[0] for g in await identify(texts, models.sources_into(req.target))]
-                chosen = [models.find(g.language, req.target) for g in detected]
+            if req.source == "auto":  # each text from its own language, directly or through the pivot
+                if req.target not in models.known_languages():
+                    raise LookupError(f"{req.target} is not supported")
+                ranked = await identify(texts)
+                chosen = [models.route_detected(r, req.target, req.route) for r in ranked]
+                detected, routes = [g for g, _ in chosen], [r for _, r in chosen]
             else:
-                chosen = [models.find(req.source, req.target)] * len(texts)
+                routes = [models.route(req.source, req.target, req.route)] * len(texts)
         except LookupError as exc:
             raise HTTPError(400, str(exc)) from None
+        if req.alternatives and any(r is not None and r.kind == "pivot" for r in routes):
+            raise HTTPError(400, "Invalid request: alternatives do not apply through a pivot language (the "
+                                 "last leg's alternatives of one first-leg translation are not the pair's)")
         if req.format == "html":
-            pages = await translate_pages(chosen, texts)
+            pages = await translate_pages(routes, texts)
             return JSONResponse(libre_reply(req.q, [], 0, detected, pages))
-        done = await translate_each(chosen, texts, req.alternatives)
+        done = await translate_each(routes, texts, req.alternatives)
         return JSONResponse(libre_reply(req.q, done, req.alternatives, detected))
 
     @app.post("/detect")
@@ -260,33 +277,46 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
         if not any(texts):
             raise HTTPError(400, "Invalid request: missing q parameter")
         check_chars(texts)
-        (ranked,) = await identify(["\n".join(texts)], models.source_languages())
-        return JSONResponse(detections(ranked))
+        (ranked,) = await identify(["\n".join(texts)])
+        return JSONResponse(detections(ranked[:DETECTIONS]))
 
     @app.post("/v1/translate")
     async def v1_translate(request: Request) -> Response:
         try:
             req = V1Request.model_validate(await request_data(request))
         except ValidationError as exc:
-            raise HTTPError(422, _one_line(exc)) from None
+            raise HTTPError(422, one_line(exc)) from None
         check_key(request, req.api_key)
         texts = [req.text] if isinstance(req.text, str) else req.text
         check_chars(texts)
-        if req.model is not None:
-            model = models.models.get(req.model)
-            if model is None:
-                raise HTTPError(400, f"no model {req.model!r} (models: {', '.join(models.models)})")
-        elif req.source is None or req.target is None:
-            raise HTTPError(422, "name the model, or the source and target languages")
-        else:
-            try:
-                model = models.find(req.source, req.target)
-            except LookupError as exc:
-                raise HTTPError(400, str(exc)) from None
-        beam = req.beam_size or model.default_beam
+        detected: Guess | None = None
+        route: Route | None
+        try:
+            if req.model is not None:
+                model = models.models.get(req.model)
+                if model is None:
+                    raise HTTPError(400, f"no model {req.model!r} (models: {', '.join(models.models)})")
+                route = Route(model.source, model.target, (model,), "direct")
+            elif req.source is None or req.target is None:
+                raise HTTPError(422, "name the model, or the source and target languages")
+            elif req.source == "auto":  # the texts identified as one, as /detect does
+                if req.target not in models.known_languages():
+                    raise LookupError(f"{req.target} is not supported")
+                (ranked,) = await identify(["\n".join(texts)])
+                detected, route = models.route_detected(ranked, req.target, req.route)
+            else:
+                route = models.route(req.source, req.target, req.route)
+        except LookupError as exc:
+            raise HTTPError(400, str(exc)) from None
+        last = route.legs[-1] if route is not None else None
+        beam = req.beam_size or (last.default_beam if last is not None else 1)
         if beam > settings.max_beam or req.nbest > settings.max_nbest:
             raise HTTPError(422, f"beam_size is at most {settings.max_beam} and nbest at most "
                                  f"{settings.max_nbest}")
+        if route is not None and route.kind == "pivot" and (req.nbest > 1 or req.attention):
+            raise HTTPError(400, f"nbest and attention do not apply through a pivot language ({route.source}"
+                                 f" → {route.via} → {route.target}): the last leg sees the pivot text, not "
+                                 "the source")
         constraints = req.constraints
         if constraints is not None and isinstance(req.text, str):
             if constraints and not all(isinstance(c, str) for c in constraints):
@@ -295,12 +325,17 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
         elif constraints is not None and (len(constraints) != len(texts)
                                           or not all(isinstance(c, list) for c in constraints)):
             raise HTTPError(422, "constraints: one list of strings per text")
-        try:
-            done = await translate(model, texts, Settings(max(beam, req.nbest), req.nbest, req.attention),
-                                   constraints)  # type: ignore[arg-type]
-        except MtkitError as exc:  # a constraint the model cannot write, or an engine without constraints
-            raise HTTPError(400, str(exc)) from None
-        return JSONResponse(v1_reply(req.text, done, model, max(beam, req.nbest), req.nbest, req.attention))
+        firsts = None
+        if route is None:  # already in the target language
+            done = await translate_each([None] * len(texts), texts, 0)
+        else:
+            try:
+                done, firsts = await translate_route(route, texts, req.beam_size, req.nbest, req.attention,
+                                                     constraints)  # type: ignore[arg-type]
+            except MtkitError as exc:  # a constraint the model cannot write, or an engine without constraints
+                raise HTTPError(400, str(exc)) from None
+        return JSONResponse(v1_reply(req.text, done, route, max(beam, req.nbest), req.nbest, req.attention,
+                                     firsts, detected, req.target or ""))
 
     @app.get("/languages")
     async def languages() -> list[dict[str, Any]]:

@@ -37,6 +37,7 @@ class Settings:
     beam_size: int
     nbest: int = 1
     attention: bool = False
+    glossary: bool = True  # the server's --glossary applies; off on the legs of a pivot (app.translate_route)
 
 
 @dataclass

@@ -15,9 +15,10 @@ import email.parser
 import email.policy
 import json
 import urllib.parse
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import Request
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mtkit.decode.segment import valid_unicode
 
@@ -113,3 +114,49 @@ def _valid(value: Any) -> Any:
     if isinstance(value, dict):
         return {valid_unicode(k): _valid(v) for k, v in value.items()}
     return value
+
+
+# ------------------------------------------------------------------------------- request schemas
+class LibreRequest(BaseModel):
+    """LibreTranslate's /translate fields (others, such as its file options, are ignored as there)."""
+
+    model_config = ConfigDict(extra="ignore")
+    q: str | list[str]
+    source: str
+    target: str
+    format: Literal["text", "html"] = "text"
+    alternatives: int = Field(0, ge=0)
+    api_key: str | None = None
+    route: Literal["auto", "direct", "pivot"] = "auto"  # mtkit's: how a pair without a model is reached
+
+
+class DetectRequest(BaseModel):
+    """LibreTranslate's /detect: the text (mtkit also takes a list, identified as one text)."""
+
+    model_config = ConfigDict(extra="ignore")
+    q: str | list[str]
+    api_key: str | None = None
+
+
+class V1Request(BaseModel):
+    """mtkit's /v1/translate: name the model or the language pair."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: str | list[str]
+    source: str | None = None
+    target: str | None = None
+    model: str | None = None
+    beam_size: int | None = Field(None, ge=1)
+    nbest: int = Field(1, ge=1)
+    attention: bool = False
+    constraints: list[str] | list[list[str]] | None = None  # per text: target strings it must contain
+    api_key: str | None = None
+    route: Literal["auto", "direct", "pivot"] = "auto"  # direct: a zero-shot direction where no trained one
+
+
+def one_line(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first.get("loc", ())) or "body"
+    if first.get("type") == "missing":
+        return f"missing {where} parameter"
+    return f"{where}: {first.get('msg', 'invalid')}"

@@ -44,6 +44,26 @@ class ServedModel:
     default_beam: int
     info: dict[str, Any] = field(default_factory=dict)
     multilingual: bool = False  # one direction of a model that knows several
+    sources: tuple[str, ...] = ()  # a multilingual model's source languages (its zero-shot directions)
+
+
+@dataclass
+class Route:
+    """How a pair is answered: one served direction (``direct``: trained; ``zero-shot``: a multilingual
+    model's untrained direction, only when asked for), or two chained through ``via`` (``pivot``)."""
+
+    source: str
+    target: str
+    legs: tuple[ServedModel, ...]
+    kind: str  # "direct", "zero-shot" or "pivot"
+
+    @property
+    def via(self) -> str | None:
+        return self.legs[0].target if len(self.legs) == 2 else None
+
+    def report(self) -> dict[str, Any]:
+        """What mtkit's API answers of the route: its kind, the pivot language, the models in order."""
+        return {"kind": self.kind, "via": self.via, "models": [m.name for m in self.legs]}
 
 
 class ModelSet:
@@ -51,13 +71,15 @@ class ModelSet:
 
     def __init__(self, paths: list[Path], load: LoadOptions, max_wait: float, max_sentences: int,
                  capacity: int, max_tokens: int = 0, glossary: Path | None = None,
-                 glossary_ignore_case: bool = False):
+                 glossary_ignore_case: bool = False, pivot: str | None = "en"):
         if not paths:
             raise ConfigError("mtkit serve needs at least one model (-m DIR)")
+        self.pivot = pivot or None  # the language pairs without a model are chained through (None: none)
         self.models: dict[str, ServedModel] = {}
         self.by_pair: dict[tuple[str, str], ServedModel] = {}
         for path in paths:
-            pairs = [tuple(p) for p in stored_languages(path).get("pairs", [])]  # a multilingual model's
+            stored = stored_languages(path)
+            pairs = [tuple(p) for p in stored.get("pairs", [])]  # a multilingual model's
             first = Translator(path, load, SearchOptions(max_tokens=max_tokens, glossary=glossary,
                                                          glossary_ignore_case=glossary_ignore_case,
                                                          tgt_lang=pairs[0][1] if pairs else ""))
@@ -67,7 +89,8 @@ class ModelSet:
                 translator = first if n == 0 else first.for_target(tgt)
                 self._add(ServedModel(f"{base}-{src}-{tgt}" if pairs else base, Path(path), translator,
                                       None, src, tgt, translator.engine,  # type: ignore[arg-type]
-                                      translator.decoding.beam_size, multilingual=bool(pairs)),
+                                      translator.decoding.beam_size, multilingual=bool(pairs),
+                                      sources=tuple(stored.get("src", []))),
                           max_wait, max_sentences, capacity)
         self._identifier: LanguageIdentifier | None = None  # loaded when a language is first identified
 
@@ -99,59 +122,101 @@ class ModelSet:
         tr = model.translator
         tr.nbest = settings.nbest
         tr.decoding.beam_size = max(settings.beam_size, settings.nbest)
-        return tr.translate_chunk(sentences, need_attention=settings.attention, constraints=constraints)
+        glossary = tr.glossary
+        if not settings.glossary:  # this worker alone uses this translator: set back below
+            tr.glossary = None
+        try:
+            return tr.translate_chunk(sentences, need_attention=settings.attention, constraints=constraints)
+        finally:
+            tr.glossary = glossary
 
     def languages(self) -> list[dict[str, Any]]:
-        """LibreTranslate's /languages: every source language with the targets it reaches."""
-        targets: dict[str, list[str]] = {}
-        for src, tgt in self.by_pair:
-            targets.setdefault(src, []).append(tgt)
-        return [{"code": src, "name": LANGUAGE_NAMES.get(src, src), "targets": sorted(tgts)}
-                for src, tgts in sorted(targets.items())]
+        """LibreTranslate's /languages: every source language with the targets it reaches, directly
+        or through the pivot language."""
+        return [{"code": src, "name": LANGUAGE_NAMES.get(src, src), "targets": self.targets_of(src)}
+                for src in self.source_languages()]
 
     def source_languages(self) -> list[str]:
         """The languages the models translate from."""
         return sorted({s for s, _ in self.by_pair})
 
-    def sources_into(self, target: str) -> list[str]:
-        """The languages some model translates into ``target``: what ``source: auto`` chooses among."""
-        sources = sorted(s for s, t in self.by_pair if t == target)
-        if not sources:
-            raise LookupError(f"{target} is not supported")
-        return sources
+    def known_languages(self) -> list[str]:
+        """Every language some model translates from or into."""
+        return sorted({lang for pair in self.by_pair for lang in pair})
 
-    def identify(self, text: str, among: list[str]) -> list[Guess]:
-        """The languages of ``among`` the text may be in, most probable first. One language is the
-        answer without asking the identifier (there is nothing to choose); a language the identifier
-        does not know is never the answer. ConfigError when py3langid is missing or knows none."""
-        if len(among) == 1:
-            return [Guess(among[0], 1.0)]
+    def targets_of(self, source: str) -> list[str]:
+        """The languages ``source`` reaches: by a trained direction, or two chained through the pivot."""
+        direct = {t for s, t in self.by_pair if s == source}
+        via = {t for s, t in self.by_pair if s == self.pivot} if self.pivot in direct else set()
+        return sorted((direct | via) - {source})
+
+    def route(self, source: str, target: str, way: str = "auto") -> Route:
+        """How ``source`` → ``target`` is answered. ``way`` "auto": a trained direction, else two
+        through the pivot language; "direct": a trained direction, else a multilingual model's
+        zero-shot one (measured worse than pivoting: docs/results.md, so only on request); "pivot":
+        through the pivot language even where a direct model exists. LookupError (one line) where
+        there is no such route."""
+        known = self.known_languages()
+        for lang in (source, target):
+            if lang not in known:
+                raise LookupError(f"{lang} is not supported")
+        direct = self.by_pair.get((source, target))
+        if direct is not None and way != "pivot":
+            return Route(source, target, (direct,), "direct")
+        if way == "direct":
+            zero = next((m for m in self.models.values() if m.multilingual and m.target == target
+                         and source in m.sources and source != target), None)
+            if zero is None:
+                raise LookupError(f"no model translates {source} → {target} directly")
+            return Route(source, target, (zero,), "zero-shot")
+        p = self.pivot
+        first, second = self.by_pair.get((source, p or "")), self.by_pair.get((p or "", target))
+        if first is not None and second is not None:
+            return Route(source, target, (first, second), "pivot")
+        if way == "pivot":
+            raise LookupError(f"no route from {source} to {target} through "
+                              f"{p if p else 'a pivot language (the server has none: --pivot none)'}")
+        raise LookupError(self.no_route(source, target))
+
+    def no_route(self, source: str, target: str) -> str:
+        """The one line saying that nothing served translates ``source`` into ``target``."""
+        through = f" (nor through {self.pivot})" if self.pivot else ""
+        return f"no model translates {source} → {target}{through}"
+
+    def identify(self, text: str) -> list[Guess]:
+        """The languages the text may be in, likeliest first for this server (all the identifier
+        knows, the languages served weighted up: `LanguageIdentifier.for_server`), each with the
+        identifier's own probability. ConfigError when py3langid is missing."""
         if self._identifier is None:
             self._identifier = LanguageIdentifier()
-        ranked = self._identifier.rank(text, among)
-        if not ranked:
-            raise ConfigError(f"the language identifier knows none of the languages served "
-                              f"({', '.join(among)}); name the source language")
-        return ranked
+        return self._identifier.for_server(text, self.known_languages())
+
+    def route_detected(self, ranked: list[Guess], target: str, way: str = "auto"
+                       ) -> tuple[Guess, Route | None]:
+        """``source: auto``: the detected language (the first of ``ranked``, `identify`) and its route
+        to ``target``; None where the text is in ``target`` already, or has no letter (the same in
+        every language: confidence 0), and is answered unchanged. LookupError naming the detected
+        language and its probability where nothing translates it into ``target``."""
+        if target not in self.known_languages():
+            raise LookupError(f"{target} is not supported")
+        if not ranked or not any(g.probability for g in ranked):
+            return Guess(target, 0.0), None
+        guess = ranked[0]
+        if guess.language == target:
+            return guess, None
+        try:
+            if guess.language not in self.known_languages():
+                raise LookupError(self.no_route(guess.language, target))
+            return guess, self.route(guess.language, target, way)
+        except LookupError as exc:
+            raise LookupError(f"detected {guess.language} ({guess.probability:.2f}): {exc}") from None
 
     def find(self, source: str, target: str) -> ServedModel:
-        """The model for source → target; ``source`` "auto" names the one source language that
-        reaches ``target``, when there is exactly one (LibreTranslate's /translate identifies the
-        language of each text instead: `identify`)."""
-        if source == "auto":
-            sources = self.sources_into(target)
-            if len(sources) == 1:
-                return self.by_pair[(sources[0], target)]
-            raise LookupError(f"source auto: {len(sources)} models translate into {target}; name the "
-                              "source language (POST /detect identifies it)")
-        model = self.by_pair.get((source, target))
-        if model is None:
-            known = {s for s, _ in self.by_pair} | {t for _, t in self.by_pair}
-            missing = source if source not in known else target if target not in known else None
-            if missing is not None:
-                raise LookupError(f"{missing} is not supported")
-            raise LookupError(f"no model translates {source} into {target}")
-        return model
+        """The model of the trained direction source → target (LookupError: one line)."""
+        route = self.route(source, target)
+        if route.kind != "direct":
+            raise LookupError(f"no model translates {source} → {target} directly")
+        return route.legs[0]
 
     def close(self) -> None:
         for model in self.models.values():

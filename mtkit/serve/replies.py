@@ -7,8 +7,9 @@ from typing import Any
 import numpy as np
 
 from mtkit.decode.langid import Guess
+from mtkit.decode.pivot import leg_confidence
 from mtkit.decode.translation import Candidate, Translation
-from mtkit.serve.models import ServedModel
+from mtkit.serve.models import Route
 
 #: one text's sentences with their translations, as the server's `translate` returns them
 Done = list[tuple[str, Translation]]
@@ -81,10 +82,32 @@ def _sentence(source: str, tr: Translation, nbest: int, attention: bool) -> dict
     return entry
 
 
-def v1_reply(text: str | list[str], done: list[Done], model: ServedModel, beam: int, nbest: int,
-             attention: bool) -> dict[str, Any]:
-    """mtkit's answer: per text its joined translation and its sentences with scores (and attention)."""
-    translations = [{"text": " ".join(t.text for _, t in pairs),
-                     "sentences": [_sentence(s, t, nbest, attention) for s, t in pairs]} for pairs in done]
-    return {"model": model.name, "source": model.source, "target": model.target, "beam_size": beam,
-            "translations": translations}
+def _text(pairs: Done) -> str:
+    return " ".join(t.text for _, t in pairs)
+
+
+def _confidence(pairs: Done) -> float:
+    """A text's confidence as `mtkit translate` scores a line of several sentences (`leg_confidence`)."""
+    return leg_confidence([t.hypotheses[0] for _, t in pairs if t.hypotheses])
+
+
+def v1_reply(text: str | list[str], done: list[Done], route: Route | None, beam: int, nbest: int,
+             attention: bool, firsts: list[Done] | None = None, detected_as: Guess | None = None,
+             target: str = "") -> dict[str, Any]:
+    """mtkit's answer: per text its joined translation and its sentences with scores (and attention);
+    the route taken (None: the text is in the target language already, answered as it is); through a
+    pivot, each text's first-leg translation and the confidence of both legs (their product)."""
+    translations = [{"text": _text(pairs), "sentences": [_sentence(s, t, nbest, attention) for s, t in pairs]}
+                    for pairs in done]
+    for entry, first, last in zip(translations, firsts or [], done, strict=False):
+        entry["pivot"] = {"text": _text(first), "sentences": [_sentence(s, t, 1, False) for s, t in first]}
+        entry["confidence"] = round(_confidence(first) * _confidence(last), 4)
+    names = [m.name for m in route.legs] if route is not None else []
+    reply: dict[str, Any] = {
+        "model": " → ".join(names), "source": route.source if route is not None else target,
+        "target": route.target if route is not None else target, "beam_size": beam,
+        "route": route.report() if route is not None else {"kind": "unchanged", "via": None, "models": []},
+        "translations": translations}
+    if detected_as is not None:
+        reply["detectedLanguage"] = detected(detected_as)
+    return reply

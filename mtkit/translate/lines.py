@@ -25,6 +25,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import IO, Any
 
+from mtkit.decode.pivot import NO_ATTENTION, NO_NBEST, PivotTranslator, open_translator
 from mtkit.decode.review import ReviewList, check_review_options
 from mtkit.decode.streaming import stdin_chunks
 from mtkit.decode.translation import OutputFormat, format_translation
@@ -87,6 +88,8 @@ def run_translate(model: str | Path, input: str = "-", output: str | None = None
     job = dist_info_from_env()
     check_review_options(out.flag_file, out.min_confidence, out.resume, out.shard is not None or job.enabled)
     doc = document_format(input, out.format)
+    if out.pivot or out.pivot_model is not None:
+        _check_pivot(doc, search, out)
     if doc != "text" or out.placeholders:
         check_protected(doc, search, out, job.enabled)
     if doc != "text":
@@ -95,6 +98,17 @@ def run_translate(model: str | Path, input: str = "-", output: str | None = None
         return _run_ranks(model, input, output, load, search, out, job.rank, job.world_size,
                           job.local_rank, job.local_world_size)
     return _translate(model, input, output, load, search, out)
+
+
+def _check_pivot(doc: str, search: SearchOptions, out: OutputOptions) -> None:
+    """What a pivot (mtkit.decode.pivot) cannot do, refused in one line before any model loads."""
+    if doc != "text" or out.placeholders:
+        raise ConfigError("--pivot translates plain text lines; catalogs, pages and --placeholders are "
+                          "not translated through a pivot")
+    if search.nbest > 1:
+        raise ConfigError(NO_NBEST)
+    if out.alignment or out.attention_plot is not None:
+        raise ConfigError(NO_ATTENTION)
 
 
 def _translate(model: str | Path, input: str, output: str | None, load: LoadOptions,
@@ -151,16 +165,17 @@ def _run_chunks(model: str | Path, load: LoadOptions, search: SearchOptions, out
     """Translate chunks of (input index, line) pairs, made by ``chunks(most lines)`` once the model is
     loaded; write and flush each chunk in order."""
     head = out.head()
-    translator = Translator(model, load, search)
-    if isinstance(head, int):
+    translator = open_translator(model, load, search, out.pivot, out.pivot_model)
+    pivoted = isinstance(translator, PivotTranslator)  # refused with what it cannot do: _check_pivot
+    if isinstance(head, int) and isinstance(translator, Translator):
         heads = translator.backend.num_attention_heads
         if not -heads <= head < heads:
             raise ConfigError(f"--attention-head {head}: the model has {heads} heads (0..{heads - 1})")
-    m = translator.config.model
+    m = (translator.second if isinstance(translator, PivotTranslator) else translator).config.model
     if out.attention_plot is not None and m.arch == "rnn" and m.attention == "none":
         raise ConfigError("--attention-plot: this RNN has no attention (model.attention: none), so "
                           "there is nothing to plot")
-    need_attention = out.alignment or out.json or out.attention_plot is not None
+    need_attention = not pivoted and (out.alignment or out.json or out.attention_plot is not None)
     # a chunk holds at most the lines one batch could hold were each one subword long: at least a full
     # batch to sort by length, and the unit --resume can lose (translator.chunk_lines caps it)
     chunk_size = max(1, min(translator.chunk_lines,
@@ -178,7 +193,7 @@ def _run_chunks(model: str | Path, load: LoadOptions, search: SearchOptions, out
                 start = (index - shard[0]) // shard[1] if shard else index
                 lines, constraints = ([line for _, line in chunk], None) if not out.json_input else \
                     _json_lines(chunk, name)
-                if out.placeholders:  # text alone (check_protected): a line left untranslated is kept
+                if out.placeholders and isinstance(translator, Translator):  # text alone (check_protected)
                     text = protected_lines(translator, chunk, name)
                     f.write("".join(line + "\n" for line in text))
                     count += len(chunk)

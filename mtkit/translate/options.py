@@ -28,6 +28,8 @@ class OutputOptions:
     placeholders: bool | None = None  # keep placeholders and tags (formats.placeholders); None: for po/html
     retranslate: bool = False  # po: translate the entries that have a translation too
     fuzzy: bool = True  # po: flag machine translations fuzzy
+    pivot: str = ""  # translate into this language first, then from it into the target (decode.pivot)
+    pivot_model: str | None = None  # the second leg's model (pivot → target); None: the model itself
 
     def head(self) -> int | str:
         if self.attention_head == "avg":

@@ -203,7 +203,8 @@ def write_ct2(loaded: LoadedModel, directory: Path, quantization: str, ct2: Any)
         "checkpoint": str(loaded.checkpoint.resolve()), "quantization": quantization, "max_positions": rows,
         "tokenize": {
             "method": "sentencepiece", "source_model": meta.src_bpe, "target_model": meta.tgt_bpe,
-            "source_bos": False, "source_eos": loaded.config.model.source_eos, "decoder_start": tgt_pieces[BOS_ID],
+            "source_bos": False, "source_eos": loaded.config.model.source_eos,
+            "decoder_start": tgt_pieces[BOS_ID],
             "how": "encode each source line with source_model into pieces (no BOS/EOS added); translate "
                    "the pieces; decode the output pieces (without </s>) with target_model",
         },

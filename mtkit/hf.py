@@ -32,8 +32,15 @@ from mtkit.data.spm_proto import read_pieces, reorder
 from mtkit.decode.loader import LoadedModel, load_model
 from mtkit.errors import CheckpointError, ConfigError, DataError, MtkitError
 from mtkit.models import build_model
-from mtkit.models.marian import (decoding_settings, embeddings, hf_settings, model_settings, to_hf,
-                                 to_mtkit, vocab_order)
+from mtkit.models.marian import (
+    decoding_settings,
+    embeddings,
+    hf_settings,
+    model_settings,
+    to_hf,
+    to_mtkit,
+    vocab_order,
+)
 from mtkit.models.positions import marian_sinusoids
 
 INSTALL = "pip install 'mtkit[hf]'"
@@ -121,7 +128,8 @@ def import_hf(source: str | Path, output: str | Path) -> Path:
     if not all(isinstance(i, int) for i in (eos, pad, start)):
         raise ConfigError(f"{source / 'config.json'}: eos_token_id, pad_token_id and decoder_start_token_id "
                           "must be one token id each")
-    decoding = decoding_settings(gen, pad, start, str(gen_file if gen_file.is_file() else source / "config.json"))
+    decoding = decoding_settings(gen, pad, start,
+                                 str(gen_file if gen_file.is_file() else source / "config.json"))
     src_vocab = _json(source / "vocab.json")
     tgt_vocab = _json(source / "target_vocab.json") if separate else src_vocab
     size = int(hf.get("vocab_size", 58101))
@@ -130,7 +138,8 @@ def import_hf(source: str | Path, output: str | Path) -> Path:
                       str(source / ("target_vocab.json" if separate else "vocab.json")))
     src = tgt if not separate else vocab_order(
         src_vocab, size, src_vocab.get("<pad>", pad), _id(src_vocab, "<unk>", source),
-        src_vocab.get("</s>", eos), src_vocab.get("<s>", src_vocab.get("<pad>", pad)), str(source / "vocab.json"))
+        src_vocab.get("</s>", eos), src_vocab.get("<s>", src_vocab.get("<pad>", pad)),
+        str(source / "vocab.json"))
     src_spm = reorder((source / "source.spm").read_bytes(), src.pieces, str(source / "source.spm"))
     tgt_spm = reorder((source / "target.spm").read_bytes(), tgt.pieces, str(source / "target.spm"))
     hf_state = _weights(source)
@@ -144,7 +153,8 @@ def import_hf(source: str | Path, output: str | Path) -> Path:
     names = ("bpe.model", "bpe.model") if joint else ("source.model", "target.model")
     meta = DataMeta(src_vocab_size=len(src.pieces), tgt_vocab_size=len(tgt.pieces), src_bpe=names[0],
                     tgt_bpe=names[1], joint=joint, shared_ids=not separate and not joint,
-                    src_lang=str(tok.get("source_lang") or "src"), tgt_lang=str(tok.get("target_lang") or "tgt"),
+                    src_lang=str(tok.get("source_lang") or "src"),
+                    tgt_lang=str(tok.get("target_lang") or "tgt"),
                     mtkit_version=__version__)
     cfg = from_dict({"model": model, "decoding": decoding, "training": {"model_dir": str(output)},
                      "data": {"src_lang": meta.src_lang, "tgt_lang": meta.tgt_lang}}, stored=True)
@@ -163,8 +173,9 @@ def import_hf(source: str | Path, output: str | Path) -> Path:
             Bpe(stage / name)  # sentencepiece reads it, with mtkit's special ids
         save_config(cfg, stage / CONFIG_FILE)
         write_meta(stage, meta)
-        save_checkpoint({"model": net.state_dict(), "config": to_dict(cfg), "vocab": meta.to_dict(), "step": 0,
-                         "epoch": 0, "metrics": {}, "imported_from": str(source.resolve())}, stage / BEST)
+        save_checkpoint({"model": net.state_dict(), "config": to_dict(cfg), "vocab": meta.to_dict(),
+                         "step": 0, "epoch": 0, "metrics": {}, "imported_from": str(source.resolve())},
+                        stage / BEST)
 
     return _staged(output, build)
 
@@ -180,7 +191,8 @@ def _check_positions(state: dict[str, torch.Tensor], dim: int, source: Path) -> 
     for key in ("model.encoder.embed_positions.weight", "model.decoder.embed_positions.weight"):
         if key in state:
             table = state[key].float()
-            if table.size(1) != dim or not torch.allclose(table, marian_sinusoids(table.size(0), dim), atol=1e-5):
+            expected = marian_sinusoids(table.size(0), dim) if table.size(1) == dim else None
+            if expected is None or not torch.allclose(table, expected, atol=1e-5):
                 raise CheckpointError(f"{source}: {key} is not MarianMT's sinusoid table")
 
 
@@ -205,7 +217,8 @@ def export_hf(model: str | Path, output: str | Path, checkpoint: str = "best") -
         _safetensors().save_file(tensors, str(stage / "model.safetensors"), metadata={"format": "pt"})
         for name, value in (("config.json", config), ("generation_config.json", gen),
                             ("tokenizer_config.json", tok)):
-            (stage / name).write_text(json.dumps(value, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+            (stage / name).write_text(text, encoding="utf-8")
         for side, file in (("source", meta.src_bpe), ("target", meta.tgt_bpe)):
             shutil.copyfile(loaded.model_dir / file, stage / f"{side}.spm")
         vocabs = [("vocab.json", meta.src_bpe)] + ([("target_vocab.json", meta.tgt_bpe)] if separate else [])

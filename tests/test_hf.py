@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 import torch
 
-transformers = pytest.importorskip("transformers", reason="transformers is not installed: pip install 'mtkit[hf]'")
+transformers = pytest.importorskip("transformers",
+                                   reason="transformers is not installed: pip install 'mtkit[hf]'")
 import sentencepiece as spm  # noqa: E402
 
 from mtkit.checkpoint import save_checkpoint  # noqa: E402
@@ -74,8 +75,9 @@ def marian_dir(root: Path, spms: Path, activation: str = "swish", shared: bool =
     src_vocab = vocab(pieces[0] + ([] if not shared else pieces[1]))
     tgt_vocab = src_vocab if shared else vocab(pieces[1])
     pad = len(tgt_vocab) - 1
-    cfg = MarianConfig(vocab_size=len(src_vocab), decoder_vocab_size=len(tgt_vocab), d_model=16, encoder_layers=2,
-                       decoder_layers=2, encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=24,
+    cfg = MarianConfig(vocab_size=len(src_vocab), decoder_vocab_size=len(tgt_vocab), d_model=16,
+                       encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
+                       decoder_attention_heads=2, encoder_ffn_dim=24,
                        decoder_ffn_dim=24, activation_function=activation, scale_embedding=scale,
                        share_encoder_decoder_embeddings=shared, tie_word_embeddings=tied, pad_token_id=pad,
                        decoder_start_token_id=pad, eos_token_id=0, forced_eos_token_id=0, init_std=0.3,
@@ -147,11 +149,13 @@ def compare(hf_dir: Path, model_dir: Path, beam: int) -> None:
     from_hf = {h: m for m, h in enumerate(to_hf) if h >= 0}
     tgt_in = torch.tensor([[from_hf[h] for h in row] for row in dec.tolist()])
     with torch.no_grad():
-        theirs = model(input_ids=enc.input_ids, attention_mask=enc.attention_mask, decoder_input_ids=dec).logits
+        theirs = model(input_ids=enc.input_ids, attention_mask=enc.attention_mask,
+                       decoder_input_ids=dec).logits
         mine, _ = loaded.model(src, tgt_in)
     real = torch.tensor([i for i, h in enumerate(to_hf) if h >= 0])
     assert torch.allclose(mine[..., real], theirs[..., torch.tensor(to_hf)[real]], atol=1e-4, rtol=0)
-    decoding = DecodingConfig(**{**to_dict(loaded.config)["decoding"], "beam_size": beam, "length_norm": "none"})
+    decoding = DecodingConfig(**{**to_dict(loaded.config)["decoding"], "beam_size": beam,
+                                 "length_norm": "none"})
     found = search(loaded.model, src, decoding)
     with torch.no_grad():
         out = model.generate(**enc, num_beams=beam, length_penalty=0.0, do_sample=False, early_stopping=False)
@@ -195,7 +199,8 @@ def mtkit_model(root: Path, spms: Path, **model) -> Path:
             p.add_(torch.randn_like(p) * 0.3)
     meta = {"src_lang": "en", "tgt_lang": "de", "joint": True, "src_bpe": "bpe.model", "tgt_bpe": "bpe.model",
             "src_vocab_size": size, "tgt_vocab_size": size}
-    save_checkpoint({"model": net.state_dict(), "config": to_dict(cfg), "vocab": meta}, root / "checkpoint_best.pt")
+    save_checkpoint({"model": net.state_dict(), "config": to_dict(cfg), "vocab": meta},
+                    root / "checkpoint_best.pt")
     (root / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
     return root
 
@@ -248,7 +253,8 @@ def test_bad_input_is_one_line_and_nothing_written(damage, spms, tmp_path):
         gen["bad_words_ids"] = [[5]]
         (hf_dir / "generation_config.json").write_text(json.dumps(gen))
     (hf_dir / "config.json").write_text(json.dumps(config))
-    fragment = {"not marian": "model_type", "missing target.spm": "target.spm", "activation": "activation_function",
+    fragment = {"not marian": "model_type", "missing target.spm": "target.spm",
+                "activation": "activation_function",
                 "bad words": "bad_words_ids"}[damage]
     with pytest.raises(MtkitError, match=fragment):
         import_hf(hf_dir, tmp_path / "out")

@@ -204,7 +204,8 @@ def distill(
 @app.command()
 def export(
     model: Path = typer.Option(..., "--model", "-m", help="Model directory (or a checkpoint file)."),
-    output: Path = typer.Option(..., "--output", "-o", help="Output directory (ct2, hf) or .argosmodel file."),
+    output: Path = typer.Option(..., "--output", "-o",
+                                help="Output directory (ct2, hf) or .argosmodel file."),
     fmt: str = typer.Option("ct2", "--format", help="ct2 (a CTranslate2 model directory), argos, or hf (a "
                             "MarianMT directory for Hugging Face Transformers, docs/hf.md)."),
     quantization: str = typer.Option("float32", "--quantization",

@@ -65,13 +65,15 @@ class ModelConfig:
         when=TRANSFORMER,
     )
     sinusoid_layout: Literal["interleaved", "halves"] = _f(
-        "interleaved", "Where sin and cos go in the sinusoid table: interleaved (PE[2i] = sin, PE[2i+1] = cos, "
-        "as in the paper) or halves (all sines, then all cosines, same frequencies: MarianMT's).",
+        "interleaved", "Where sin and cos go in the sinusoid table: interleaved (PE[2i] = sin, "
+        "PE[2i+1] = cos, as in the paper) or halves (all sines, then all cosines, same frequencies: "
+        "MarianMT's).",
         when={**TRANSFORMER, "positions": ("sinusoidal",)})
     embed_scale: bool = _f(True, "Multiply token embeddings by √d_model before adding positions (false: "
                            "MarianMT's scale_embedding: false).", when=TRANSFORMER)
-    source_eos: bool = _f(False, "The model appends EOS to every source sentence before encoding it (MarianMT's "
-                          "tokenizer adds </s>); every stage then does, the data stay as prepared.",
+    source_eos: bool = _f(False, "The model appends EOS to every source sentence before encoding it "
+                          "(MarianMT's tokenizer adds </s>); every stage then does, the data stay as "
+                          "prepared.",
                           when=TRANSFORMER)
     output_bias: bool = _f(
         False, "A fixed bias added to the output logits, kept with the weights but never trained (MarianMT's "

@@ -115,7 +115,8 @@ class Seq2Seq(nn.Module):
                 ) -> tuple[Tensor, Tensor | None]:
         """Teacher-forced pass: logits [B, T, V] (unnormalised) and, if asked, the encoder-decoder
         attention of ``attn_layer`` per head [B, H, T, S]. ``project=False`` returns the features
-        [B, T, D] that ``output_proj`` (every model's last layer, bias-free but for ``logit_bias``) turns into logits:
+        [B, T, D] that ``output_proj`` (every model's last layer, bias-free but for ``logit_bias``) turns
+        into logits:
         training computes the loss from them block by block (``train/loss.py``).
 
         ``source_rows`` [B] (optional) names, for each row of ``tgt_in``, the row of ``src`` it

@@ -77,7 +77,8 @@ def model_settings(hf: dict[str, Any], where: str) -> dict[str, Any]:
     if hf.get("model_type") != "marian":
         raise ConfigError(f"{where}: model_type is {hf.get('model_type')!r}, not 'marian' (a MarianMT "
                           "checkpoint as save_pretrained writes it)")
-    for a, b in (("encoder_attention_heads", "decoder_attention_heads"), ("encoder_ffn_dim", "decoder_ffn_dim")):
+    for a, b in (("encoder_attention_heads", "decoder_attention_heads"),
+                 ("encoder_ffn_dim", "decoder_ffn_dim")):
         if hf.get(a, 16 if "heads" in a else 4096) != hf.get(b, 16 if "heads" in b else 4096):
             raise ConfigError(f"{where}: {a}={hf.get(a)} differs from {b}={hf.get(b)}; mtkit's encoder and "
                               "decoder share one value")
@@ -92,7 +93,8 @@ def model_settings(hf: dict[str, Any], where: str) -> dict[str, Any]:
         "d_model": int(hf.get("d_model", 1024)), "heads": int(hf.get("encoder_attention_heads", 16)),
         "d_ff": int(hf.get("encoder_ffn_dim", 4096)), "encoder_layers": int(hf.get("encoder_layers", 12)),
         "decoder_layers": int(hf.get("decoder_layers", 12)), "activation": _ACTIVATIONS[act],
-        "dropout": float(hf.get("dropout", 0.1)), "attention_dropout": float(hf.get("attention_dropout", 0.0)),
+        "dropout": float(hf.get("dropout", 0.1)),
+        "attention_dropout": float(hf.get("attention_dropout", 0.0)),
         "activation_dropout": float(hf.get("activation_dropout", 0.0)),
         "embed_scale": bool(hf.get("scale_embedding", False)), "share_all_embeddings": shared,
         "tie_embeddings": bool(hf.get("tie_word_embeddings", True)), "source_eos": True,
@@ -119,11 +121,13 @@ def decoding_settings(gen: dict[str, Any], pad: int, start: int, where: str) -> 
     if max_length < 2:
         raise ConfigError(f"{where}: max_length={max_length} leaves no room for a token")
     return {"beam_size": int(gen.get("num_beams", 1)), "length_norm": "none" if lp == 0.0 else "average",
-            "max_len_a": 0.0, "max_len_b": max_length - 2, "min_len": max(int(gen.get("min_length", 0)) - 1, 0),
+            "max_len_a": 0.0, "max_len_b": max_length - 2,
+            "min_len": max(int(gen.get("min_length", 0)) - 1, 0),
             "no_repeat_ngram": int(gen.get("no_repeat_ngram_size", 0) or 0), "eos_at_limit": "free"}
 
 
-def hf_settings(model: Any, decoding: Any, src_size: int, tgt_size: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def hf_settings(model: Any, decoding: Any, src_size: int, tgt_size: int
+                ) -> tuple[dict[str, Any], dict[str, Any]]:
     """``config.json`` and ``generation_config.json`` of an mtkit model in mtkit's vocabulary order (pad 0,
     unk 1, bos 2 = the decoder's start, eos 3). Only post-norm sinusoid models map to MarianMT."""
     config = {
@@ -140,7 +144,8 @@ def hf_settings(model: Any, decoding: Any, src_size: int, tgt_size: int) -> tupl
     }
     # generate's max_length is fixed where mtkit's limit grows with the source: MarianMT's 512 then
     max_length = int(decoding.max_len_b) + 2 if decoding.max_len_a == 0 else 512
-    gen = {"bad_words_ids": [[0], [2]], "decoder_start_token_id": 2, "eos_token_id": 3, "forced_eos_token_id": 3,
+    gen = {"bad_words_ids": [[0], [2]], "decoder_start_token_id": 2, "eos_token_id": 3,
+           "forced_eos_token_id": 3,
            "pad_token_id": 0, "max_length": max_length, "num_beams": decoding.beam_size,
            "length_penalty": 0.0 if decoding.length_norm == "none" else 1.0,  # gnmt has no equivalent
            "min_length": decoding.min_len + 1 if decoding.min_len else 0}
@@ -155,7 +160,8 @@ def _layer_pairs(prefix: str, mine: str, cross: bool) -> list[tuple[str, str]]:
     pairs = [("self_attn.out_proj", "self_attn.out_proj"), ("self_attn_layer_norm", "self_res.norm"),
              ("fc1", "ffn.fc1"), ("fc2", "ffn.fc2"), ("final_layer_norm", "ffn_res.norm")]
     if cross:
-        pairs += [("encoder_attn.q_proj", "cross_attn.q_proj"), ("encoder_attn.out_proj", "cross_attn.out_proj"),
+        pairs += [("encoder_attn.q_proj", "cross_attn.q_proj"),
+                  ("encoder_attn.out_proj", "cross_attn.out_proj"),
                   ("encoder_attn_layer_norm", "cross_res.norm")]
     return [(f"{prefix}.{a}.{p}", f"{mine}.{b}.{p}") for a, b in pairs for p in ("weight", "bias")]
 
@@ -186,12 +192,14 @@ def to_mtkit(hf: dict[str, Tensor], model: dict[str, Any], src: VocabOrder, tgt:
         raise ConfigError(f"the checkpoint lacks {name}")
 
     src_embed, tgt_embed = embeddings(hf, model)
-    out: dict[str, Tensor] = {"src_embed.weight": src.take(src_embed), "tgt_embed.weight": tgt.take(tgt_embed)}
+    out: dict[str, Tensor] = {"src_embed.weight": src.take(src_embed),
+                              "tgt_embed.weight": tgt.take(tgt_embed)}
     lm_head = tgt_embed if model["tie_embeddings"] else get("lm_head.weight")
     out["output_proj.weight"] = out["tgt_embed.weight"] if model["tie_embeddings"] else tgt.take(lm_head)
     bias = hf.get("final_logits_bias", torch.zeros(1, len(tgt.rows) - tgt.rows.count(-1)))
     out["output_bias"] = tgt.take(bias.reshape(-1).float(), fill=NO_LOGIT)
-    for side, count, cross in (("encoder", model["encoder_layers"], False), ("decoder", model["decoder_layers"], True)):
+    sides = (("encoder", model["encoder_layers"], False), ("decoder", model["decoder_layers"], True))
+    for side, count, cross in sides:
         for i in range(count):
             prefix, mine = f"model.{side}.layers.{i}", f"{side}_layers.{i}"
             for a, b in _layer_pairs(prefix, mine, cross):
@@ -222,7 +230,8 @@ def to_hf(state: dict[str, Tensor], model: Any, shared: bool) -> dict[str, Tenso
         out["lm_head.weight"] = state["output_proj.weight"]
     vocab = state["output_proj.weight"].size(0)
     out["final_logits_bias"] = state.get("output_bias", torch.zeros(vocab)).reshape(1, vocab)
-    for side, count, cross in (("encoder", model.encoder_layers, False), ("decoder", model.decoder_layers, True)):
+    for side, count, cross in (("encoder", model.encoder_layers, False),
+                               ("decoder", model.decoder_layers, True)):
         for i in range(count):
             prefix, mine = f"model.{side}.layers.{i}", f"{side}_layers.{i}"
             for a, b in _layer_pairs(prefix, mine, cross):

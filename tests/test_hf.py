@@ -268,3 +268,31 @@ def test_cli_import_refuses_a_directory_that_is_not_marian_in_one_line(tmp_path)
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert len(lines) == 1 and "config.json" in lines[0], done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_imported_model_translates_text_as_generate_does_with_torch_and_ct2(spms, tmp_path):
+    """Whole stages: the Translator's text equals `generate` decoded by MarianTokenizer (with the target
+    sentencepiece model); after `mtkit export` the ct2 engine gives the same text; alignments cover the
+    source's own tokens (the appended EOS is not one of them)."""
+    from mtkit.decode.translator import Translator
+
+    hf_dir = marian_dir(tmp_path / "hf", spms)
+    model_dir = import_hf(hf_dir, tmp_path / "mtkit")
+    model, tok = hf_pair(hf_dir)
+    lines = [x for x in LINES if x]
+    with torch.no_grad():
+        out = model.generate(**tok(lines, return_tensors="pt", padding=True))  # its own generation config
+    expected = tok.batch_decode(out, skip_special_tokens=True, use_source_tokenizer=False)
+    torch_engine = Translator(model_dir, device="cpu", threads=1, precision="fp32")
+    assert torch_engine.translate(lines) == expected
+    found = torch_engine.translate_hypotheses(lines, need_attention=True)
+    for t in found:
+        attention = t.hypotheses[0].attention
+        assert attention is not None and attention.shape[-1] == len(t.source_tokens)
+    pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed: pip install 'mtkit[ct2]'")
+    from mtkit.export import run_export
+
+    exported = run_export(model_dir, tmp_path / "ct2")
+    ct2_engine = Translator(exported, device="cpu", threads=1, precision="fp32", beam_size=1)
+    assert ct2_engine.translate(lines) == Translator(model_dir, device="cpu", threads=1, precision="fp32",
+                                                     beam_size=1).translate(lines)

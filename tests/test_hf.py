@@ -296,3 +296,41 @@ def test_imported_model_translates_text_as_generate_does_with_torch_and_ct2(spms
     ct2_engine = Translator(exported, device="cpu", threads=1, precision="fp32", beam_size=1)
     assert ct2_engine.translate(lines) == Translator(model_dir, device="cpu", threads=1, precision="fp32",
                                                      beam_size=1).translate(lines)
+
+
+def test_fine_tune_an_imported_model_then_export_it_back(spms, tmp_path):
+    """The flow of docs/hf.md: import, prepare new data with the imported tokenizers (bpe.model_from),
+    `train --init-from` for a few updates, export to hf: the fine-tune keeps the shared embeddings and
+    the untrained output bias, learns, and `transformers` computes what mtkit computes."""
+    from mtkit.config.experiment import from_dict
+    from mtkit.data.meta import read_meta
+    from mtkit.data.prepare import prepare
+    from mtkit.train.trainer import train
+
+    hf_dir = marian_dir(tmp_path / "hf", spms)
+    parent = import_hf(hf_dir, tmp_path / "parent")
+    for split, n, seed in (("train", 60, 5), ("dev", 8, 6)):
+        text = sentences(n, seed)
+        (tmp_path / f"{split}.en").write_text("\n".join(text) + "\n", encoding="utf-8")
+        (tmp_path / f"{split}.de").write_text("\n".join(reversed(text)) + "\n", encoding="utf-8")
+    cfg = from_dict({
+        "data": {"train_src": str(tmp_path / "train.en"), "train_tgt": str(tmp_path / "train.de"),
+                 "dev_src": str(tmp_path / "dev.en"), "dev_tgt": str(tmp_path / "dev.de"),
+                 "dir": str(tmp_path / "data")},
+        "bpe": {"joint": False, "model_from": str(parent)},
+        "training": {"model_dir": str(tmp_path / "tuned"), "init_from": str(parent), "max_steps": 4,
+                     "validate_every": 4, "max_tokens": 300, "threads": 1, "device": "cpu",
+                     "valid_metric": "loss", "precision": "fp32"},
+        # generate's limits (a fine-tune takes its decoding section from its own config)
+        "decoding": {"max_len_a": 0, "max_len_b": MAX_LENGTH - 2, "min_len": 0, "eos_at_limit": "free"},
+    })
+    prepare(cfg)
+    assert read_meta(tmp_path / "data").shared_ids
+    train(cfg)
+    before, after = load_model(parent), load_model(tmp_path / "tuned")
+    assert after.model.src_embed is after.model.tgt_embed  # still one matrix, as in MarianMT
+    assert torch.equal(before.model.output_bias, after.model.output_bias)  # a buffer: never trained
+    assert not torch.equal(before.model.tgt_embed.weight, after.model.tgt_embed.weight)
+    exported = export_hf(tmp_path / "tuned", tmp_path / "tuned-hf")
+    compare(exported, tmp_path / "tuned", 1)
+    compare(exported, tmp_path / "tuned", 3)

@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import struct
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -24,12 +26,11 @@ from typing import Any
 import torch
 
 from mtkit import __version__
-from mtkit.checkpoint import BEST, save_checkpoint
+from mtkit.checkpoint import BEST, load_checkpoint, resolve_checkpoint, save_checkpoint
 from mtkit.config.experiment import CONFIG_FILE, from_dict, save_config, to_dict
 from mtkit.data.bpe import Bpe
-from mtkit.data.meta import DataMeta, write_meta
+from mtkit.data.meta import DataMeta, read_meta, write_meta
 from mtkit.data.spm_proto import read_pieces, reorder
-from mtkit.decode.loader import LoadedModel, load_model
 from mtkit.errors import CheckpointError, ConfigError, DataError, MtkitError
 from mtkit.models import build_model
 from mtkit.models.marian import (
@@ -158,9 +159,11 @@ def import_hf(source: str | Path, output: str | Path) -> Path:
                     mtkit_version=__version__)
     cfg = from_dict({"model": model, "decoding": decoding, "training": {"model_dir": str(output)},
                      "data": {"src_lang": meta.src_lang, "tgt_lang": meta.tgt_lang}}, stored=True)
-    net = build_model(cfg.model, meta.src_vocab_size, meta.tgt_vocab_size, meta.one_vocabulary())
+    del hf_state  # its tensors that were copied (embeddings, q/k/v) go
+    with torch.device("meta"):  # names and shapes checked against the model, without allocating one
+        skeleton = build_model(cfg.model, meta.src_vocab_size, meta.tgt_vocab_size, meta.one_vocabulary())
     try:
-        net.load_state_dict(state)
+        skeleton.load_state_dict(state, assign=True)
     except RuntimeError as exc:
         raise CheckpointError(f"{source}: the weights do not fit config.json "
                               f"({str(exc).strip().splitlines()[0][:160]})") from None
@@ -173,7 +176,7 @@ def import_hf(source: str | Path, output: str | Path) -> Path:
             Bpe(stage / name)  # sentencepiece reads it, with mtkit's special ids
         save_config(cfg, stage / CONFIG_FILE)
         write_meta(stage, meta)
-        save_checkpoint({"model": net.state_dict(), "config": to_dict(cfg), "vocab": meta.to_dict(),
+        save_checkpoint({"model": state, "config": to_dict(cfg), "vocab": meta.to_dict(),
                          "step": 0, "epoch": 0, "metrics": {}, "imported_from": str(source.resolve())},
                         stage / BEST)
 
@@ -200,39 +203,65 @@ def _check_positions(state: dict[str, torch.Tensor], dim: int, source: Path) -> 
 def export_hf(model: str | Path, output: str | Path, checkpoint: str = "best") -> Path:
     """An mtkit model → a MarianMT directory at ``output`` that `transformers` loads by itself."""
     output = Path(output)
-    loaded = load_model(model, checkpoint)
-    check_marian(loaded)
-    m, meta = loaded.config.model, loaded.meta
-    state = loaded.model.state_dict()
+    file, model_dir = resolve_checkpoint(model, checkpoint)
+    saved = load_checkpoint(file)  # the tensors alone: no model is built, so no second copy is held
+    cfg = from_dict(saved["config"], stored=True)
+    meta = DataMeta.from_dict(saved["vocab"], str(file)) if saved.get("vocab") else read_meta(model_dir)
+    check_marian(cfg, meta)
+    m, state = cfg.model, saved["model"]
     shared = meta.one_vocabulary() and m.share_all_embeddings and meta.src_vocab_size == meta.tgt_vocab_size
-    config, gen = hf_settings(m, loaded.config.decoding, meta.src_vocab_size, meta.tgt_vocab_size)
+    config, gen = hf_settings(m, cfg.decoding, meta.src_vocab_size, meta.tgt_vocab_size)
     config["share_encoder_decoder_embeddings"] = shared
     separate = not meta.one_vocabulary()
-    tensors = to_hf(state, m, shared)
+    try:
+        tensors = to_hf(state, m, shared)
+    except KeyError as exc:
+        raise CheckpointError(f"{file}: no tensor {exc} (not a checkpoint of this model config)") from None
     tok = {"tokenizer_class": "MarianTokenizer", "source_lang": meta.src_lang, "target_lang": meta.tgt_lang,
            "separate_vocabs": separate, "model_max_length": 512, "unk_token": "<unk>", "eos_token": "</s>",
            "pad_token": "<pad>"}
 
     def build(stage: Path) -> None:
-        _safetensors().save_file(tensors, str(stage / "model.safetensors"), metadata={"format": "pt"})
+        write_safetensors(stage / "model.safetensors", tensors)
         for name, value in (("config.json", config), ("generation_config.json", gen),
                             ("tokenizer_config.json", tok)):
             text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
             (stage / name).write_text(text, encoding="utf-8")
         for side, file in (("source", meta.src_bpe), ("target", meta.tgt_bpe)):
-            shutil.copyfile(loaded.model_dir / file, stage / f"{side}.spm")
+            shutil.copyfile(model_dir / file, stage / f"{side}.spm")
         vocabs = [("vocab.json", meta.src_bpe)] + ([("target_vocab.json", meta.tgt_bpe)] if separate else [])
         for name, file in vocabs:
-            pieces = read_pieces((loaded.model_dir / file).read_bytes(), str(loaded.model_dir / file))
+            pieces = read_pieces((model_dir / file).read_bytes(), str(model_dir / file))
             ids = {p.piece: i for i, p in enumerate(pieces)}
             (stage / name).write_text(json.dumps(ids, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
     return _staged(output, build)
 
 
-def check_marian(loaded: LoadedModel) -> None:
+def write_safetensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
+    """A safetensors file (an 8-byte header length, a JSON header, the raw little-endian float32 data),
+    written tensor by tensor from memory: ``safetensors.torch.save_file`` first copies every tensor to
+    bytes, which doubles an export's peak memory (docs/results.md)."""
+    if sys.byteorder != "little":
+        raise MtkitError("export --format hf writes safetensors' little-endian data on little-endian "
+                         "machines only")
+    header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
+    offset = 0
+    for name, t in tensors.items():
+        size = t.numel() * 4
+        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + size]}
+        offset += size
+    raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    raw += b" " * (-len(raw) % 8)  # the data starts 8-byte aligned
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(raw)) + raw)
+        for t in tensors.values():
+            f.write(memoryview(t.float().contiguous().numpy()).cast("B"))
+
+
+def check_marian(cfg: Any, meta: DataMeta) -> None:
     """Refuse, in one line naming the setting to train with, a model MarianMT cannot represent."""
-    m = loaded.config.model
+    m = cfg.model
     wanted = {"arch": "transformer", "norm": "post", "positions": "sinusoidal", "sinusoid_layout": "halves",
               "source_eos": True}
     for key, value in wanted.items():
@@ -240,7 +269,7 @@ def check_marian(loaded: LoadedModel) -> None:
             raise ConfigError(f"export --format hf: model.{key}={getattr(m, key)!r}; MarianMT needs "
                               f"model.{key}: {str(value).lower()} (train with it; no other Transformers "
                               "architecture represents this model exactly); nothing was written")
-    if loaded.meta.languages:
+    if meta.languages:
         raise ConfigError("export --format hf: a multilingual model (data.corpora) has language tags that "
                           "MarianTokenizer would not add; nothing was written")
 

@@ -46,7 +46,7 @@ class VocabOrder:
     def take(self, weight: Tensor, fill: float = 0.0) -> Tensor:
         """Rows of a MarianMT tensor [V(, D)] in mtkit's order; the added row is ``fill``."""
         index = torch.tensor([max(r, 0) for r in self.rows])
-        out = weight.index_select(0, index).clone()
+        out = weight.index_select(0, index)  # a new tensor already
         added = [i for i, r in enumerate(self.rows) if r < 0]
         if added:
             out[added] = fill
@@ -192,8 +192,10 @@ def to_mtkit(hf: dict[str, Tensor], model: dict[str, Any], src: VocabOrder, tgt:
         raise ConfigError(f"the checkpoint lacks {name}")
 
     src_embed, tgt_embed = embeddings(hf, model)
-    out: dict[str, Tensor] = {"src_embed.weight": src.take(src_embed),
-                              "tgt_embed.weight": tgt.take(tgt_embed)}
+    src_rows = src.take(src_embed)
+    one = src is tgt and src_embed is tgt_embed  # one matrix: one tensor, saved once
+    out: dict[str, Tensor] = {"src_embed.weight": src_rows,
+                              "tgt_embed.weight": src_rows if one else tgt.take(tgt_embed)}
     lm_head = tgt_embed if model["tie_embeddings"] else get("lm_head.weight")
     out["output_proj.weight"] = out["tgt_embed.weight"] if model["tie_embeddings"] else tgt.take(lm_head)
     bias = hf.get("final_logits_bias", torch.zeros(1, len(tgt.rows) - tgt.rows.count(-1)))
@@ -210,7 +212,7 @@ def to_mtkit(hf: dict[str, Tensor], model: dict[str, Any], src: VocabOrder, tgt:
                 if cross:
                     out[f"{mine}.cross_attn.kv.{p}"] = torch.cat(
                         [get(f"{prefix}.encoder_attn.{x}_proj.{p}") for x in "kv"])
-    return {k: v.detach().float().contiguous() for k, v in out.items()}
+    return {k: v.detach().float().contiguous() for k, v in out.items()}  # float32 ones stay themselves
 
 
 def to_hf(state: dict[str, Tensor], model: Any, shared: bool) -> dict[str, Tensor]:
@@ -242,7 +244,8 @@ def to_hf(state: dict[str, Tensor], model: Any, shared: bool) -> dict[str, Tenso
                 if cross:
                     for x, part in zip("kv", state[f"{mine}.cross_attn.kv.{p}"].split(d), strict=True):
                         out[f"{prefix}.encoder_attn.{x}_proj.{p}"] = part
-    return {k: v.detach().float().contiguous().clone() for k, v in out.items()}
+    # views, not copies (the q/k/v rows of a fused matrix are contiguous): `mtkit.hf` writes each one
+    return {k: v.detach().float().contiguous() for k, v in out.items()}
 
 
 __all__ = ["NO_LOGIT", "VocabOrder", "decoding_settings", "hf_settings", "model_settings", "to_hf",

@@ -188,8 +188,10 @@ def mtkit_model(root: Path, spms: Path, **model) -> Path:
     train_bpe([str(spms / "source.txt"), str(spms / "target.txt")], str(root / "bpe"), vocab_size=60)
     size = len(Bpe(root / "bpe.model"))
     cfg = Config()
-    cfg.model = ModelConfig(d_model=16, heads=2, d_ff=24, encoder_layers=2, decoder_layers=2, dropout=0.0,
-                            sinusoid_layout="halves", source_eos=True, activation="swish", **model)
+    settings = {"d_model": 16, "heads": 2, "d_ff": 24, "encoder_layers": 2, "decoder_layers": 2,
+                "dropout": 0.0, "sinusoid_layout": "halves", "source_eos": True, "activation": "swish",
+                **model}
+    cfg.model = ModelConfig(**settings)
     cfg.decoding = DecodingConfig(beam_size=3, max_len_a=0.0, max_len_b=MAX_LENGTH - 2, length_norm="none",
                                   min_len=0, eos_at_limit="free")
     torch.manual_seed(1)
@@ -223,15 +225,12 @@ def test_export_runs_in_transformers_and_comes_back_bit_identical(model, spms, t
         assert [h[0].tokens for h in ours] == [h[0].tokens for h in theirs]
 
 
-def test_a_setting_marian_lacks_is_refused_in_one_line_and_nothing_written(spms, tmp_path):
-    model_dir = mtkit_model(tmp_path / "orig", spms)
-    cfg_path = model_dir / "checkpoint_best.pt"
-    state = torch.load(cfg_path, weights_only=True)
-    state["config"]["model"]["sinusoid_layout"] = "interleaved"
-    save_checkpoint(state, cfg_path)
-    with pytest.raises(MtkitError, match="sinusoid_layout"):
+@pytest.mark.parametrize("setting", [{"norm": "pre"}, {"source_eos": False}, {"positions": "learned"}])
+def test_a_setting_marian_lacks_is_refused_in_one_line_and_nothing_written(setting, spms, tmp_path):
+    model_dir = mtkit_model(tmp_path / "orig", spms, **setting)
+    with pytest.raises(MtkitError, match=f"model.{next(iter(setting))}"):
         export_hf(model_dir, tmp_path / "hf")
-    assert not (tmp_path / "hf").exists()
+    assert not (tmp_path / "hf").exists() and not list(tmp_path.glob(".hf.*"))
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
@@ -334,3 +333,14 @@ def test_fine_tune_an_imported_model_then_export_it_back(spms, tmp_path):
     exported = export_hf(tmp_path / "tuned", tmp_path / "tuned-hf")
     compare(exported, tmp_path / "tuned", 1)
     compare(exported, tmp_path / "tuned", 3)
+
+
+def test_cli_export_hf_refuses_mtkit_default_positions_in_one_line(spms, tmp_path):
+    """mtkit's default interleaved sinusoids are not MarianMT's: the command names the setting to train
+    with, exits non-zero, and writes nothing."""
+    model_dir = mtkit_model(tmp_path / "orig", spms, sinusoid_layout="interleaved")
+    done = run("export", "-m", str(model_dir), "-o", str(tmp_path / "hf"), "--format", "hf")
+    lines = [x for x in done.stderr.splitlines() if x.strip()]
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert len(lines) == 1 and "model.sinusoid_layout: halves" in lines[0], done.stderr
+    assert not (tmp_path / "hf").exists() and not list(tmp_path.glob(".hf.*"))

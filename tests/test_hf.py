@@ -237,7 +237,8 @@ def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mtkit", *args], capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("damage", ["not marian", "missing target.spm", "activation", "bad words"])
+@pytest.mark.parametrize("damage", ["not marian", "missing target.spm", "activation", "bad words",
+                                    "sampling"])
 def test_bad_input_is_one_line_and_nothing_written(damage, spms, tmp_path):
     hf_dir = marian_dir(tmp_path / "hf", spms)
     config = json.loads((hf_dir / "config.json").read_text())
@@ -249,12 +250,12 @@ def test_bad_input_is_one_line_and_nothing_written(damage, spms, tmp_path):
         (hf_dir / "target.spm").unlink()
     else:
         gen = json.loads((hf_dir / "generation_config.json").read_text())
-        gen["bad_words_ids"] = [[5]]
+        gen.update({"bad_words_ids": [[5]]} if damage == "bad words" else {"do_sample": True})
         (hf_dir / "generation_config.json").write_text(json.dumps(gen))
     (hf_dir / "config.json").write_text(json.dumps(config))
     fragment = {"not marian": "model_type", "missing target.spm": "target.spm",
                 "activation": "activation_function",
-                "bad words": "bad_words_ids"}[damage]
+                "bad words": "bad_words_ids", "sampling": "do_sample"}[damage]
     with pytest.raises(MtkitError, match=fragment):
         import_hf(hf_dir, tmp_path / "out")
     assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out.*"))

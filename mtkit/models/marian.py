@@ -33,6 +33,11 @@ from mtkit.errors import ConfigError
 NO_LOGIT = -1.0e4
 SPECIAL_NAMES = ("<pad>", "<unk>", "<s>", "</s>")
 _ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "swish", "silu": "swish"}
+#: generation settings mtkit's search has only at generate's default (early_stopping true stops a beam at
+#: K finished hypotheses, where mtkit waits until none could beat them)
+_GENERATE_DEFAULTS: dict[str, Any] = {"do_sample": False, "early_stopping": False, "repetition_penalty": 1.0,
+                                      "diversity_penalty": 0.0, "num_beam_groups": 1,
+                                      "encoder_repetition_penalty": 1.0, "renormalize_logits": False}
 
 
 @dataclass
@@ -114,10 +119,13 @@ def decoding_settings(gen: dict[str, Any], pad: int, start: int, where: str) -> 
     if sorted(tuple(b) for b in bad) != blocked:
         raise ConfigError(f"{where}: bad_words_ids={bad}: mtkit's search forbids exactly the pad and start "
                           f"tokens ({[list(b) for b in blocked]})")
-    for key in ("do_sample", "repetition_penalty", "diversity_penalty", "num_beam_groups"):
-        if gen.get(key) not in (None, False, 1, 1.0, 0.0):
-            raise ConfigError(f"{where}: {key}={gen[key]} has no mtkit search equivalent")
+    for key, default in _GENERATE_DEFAULTS.items():  # settings whose other values mtkit's search lacks
+        value = gen.get(key)
+        if value is not None and (value is not False if default is False else value != default):
+            raise ConfigError(f"{where}: {key}={gen[key]} has no mtkit search equivalent (only {default})")
     max_length = int(gen.get("max_length", 20))
+    if gen.get("max_new_tokens") is not None:  # generate then ignores max_length
+        max_length = int(gen["max_new_tokens"]) + 1
     if max_length < 2:
         raise ConfigError(f"{where}: max_length={max_length} leaves no room for a token")
     return {"beam_size": int(gen.get("num_beams", 1)), "length_norm": "none" if lp == 0.0 else "average",

@@ -150,6 +150,9 @@ def import_hf(source: str | Path, output: str | Path) -> Path:
         state = to_mtkit(hf_state, model, src, tgt)
     except ConfigError as exc:
         raise CheckpointError(f"{source}: {exc}") from None
+    if not state["output_bias"].any():  # all zero (no added pad row either): a model without one, as
+        model["output_bias"] = False     # an mtkit model exported to hf comes back
+        del state["output_bias"]
     joint = not separate and src_spm == tgt_spm
     names = ("bpe.model", "bpe.model") if joint else ("source.model", "target.model")
     meta = DataMeta(src_vocab_size=len(src.pieces), tgt_vocab_size=len(tgt.pieces), src_bpe=names[0],

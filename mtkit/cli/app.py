@@ -227,6 +227,10 @@ def export(
     if fmt == "hf":
         from mtkit.hf import export_hf
 
+        if quantization != "float32" or shortlist or pair:
+            raise MtkitError("--format hf writes float32 weights for all pairs without a shortlist: drop "
+                             "--quantization, --shortlist and --pair")
+
         typer.echo(f"wrote {export_hf(model, output, checkpoint)}", err=True)
         return
     from mtkit.export import ShortlistOptions, run_export

@@ -91,11 +91,16 @@ def _weights(source: Path) -> dict[str, torch.Tensor]:
     return state
 
 
-def _staged(output: Path, build: Callable[[Path], None]) -> Path:
-    """Run ``build`` into a new directory beside ``output``, then rename it into place; refuse an
-    ``output`` that exists and is not empty (nothing a user has is overwritten)."""
+def _check_output(output: Path) -> None:
+    """Nothing a user has is overwritten: ``output`` must be new or an empty directory (checked first,
+    before any work, and again before the rename)."""
     if output.exists() and (not output.is_dir() or any(output.iterdir())):
         raise ConfigError(f"{output} exists and is not an empty directory; choose a new output")
+
+
+def _staged(output: Path, build: Callable[[Path], None]) -> Path:
+    """Run ``build`` into a new directory beside ``output``, then rename it into place."""
+    _check_output(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
     try:
@@ -112,6 +117,7 @@ def _staged(output: Path, build: Callable[[Path], None]) -> Path:
 def import_hf(source: str | Path, output: str | Path) -> Path:
     """A MarianMT directory → an mtkit model directory at ``output``; returns ``output``."""
     source, output = Path(source), Path(output)
+    _check_output(output)
     if not (source / "config.json").is_file():
         raise ConfigError(f"{source}: not a MarianMT directory (no config.json)")
     hf = _json(source / "config.json")
@@ -206,6 +212,7 @@ def _check_positions(state: dict[str, torch.Tensor], dim: int, source: Path) -> 
 def export_hf(model: str | Path, output: str | Path, checkpoint: str = "best") -> Path:
     """An mtkit model → a MarianMT directory at ``output`` that `transformers` loads by itself."""
     output = Path(output)
+    _check_output(output)
     file, model_dir = resolve_checkpoint(model, checkpoint)
     saved = load_checkpoint(file)  # the tensors alone: no model is built, so no second copy is held
     cfg = from_dict(saved["config"], stored=True)

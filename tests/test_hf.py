@@ -345,3 +345,15 @@ def test_cli_export_hf_refuses_mtkit_default_positions_in_one_line(spms, tmp_pat
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert len(lines) == 1 and "model.sinusoid_layout: halves" in lines[0], done.stderr
     assert not (tmp_path / "hf").exists() and not list(tmp_path.glob(".hf.*"))
+
+
+def test_an_output_that_holds_something_is_never_overwritten(spms, tmp_path):
+    hf_dir = marian_dir(tmp_path / "hf", spms)
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "notes.txt").write_text("mine")
+    with pytest.raises(MtkitError, match="not an empty directory"):
+        import_hf(hf_dir, taken)
+    with pytest.raises(MtkitError, match="not an empty directory"):
+        export_hf(import_hf(hf_dir, tmp_path / "mtkit"), taken)
+    assert [p.name for p in taken.iterdir()] == ["notes.txt"] and (taken / "notes.txt").read_text() == "mine"

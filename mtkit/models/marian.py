@@ -201,7 +201,7 @@ def to_mtkit(hf: dict[str, Tensor], model: dict[str, Any], src: VocabOrder, tgt:
 
     src_embed, tgt_embed = embeddings(hf, model)
     src_rows = src.take(src_embed)
-    one = src is tgt and src_embed is tgt_embed  # one matrix: one tensor, saved once
+    one = src is tgt and model["share_all_embeddings"]  # one matrix: one tensor, saved once
     out: dict[str, Tensor] = {"src_embed.weight": src_rows,
                               "tgt_embed.weight": src_rows if one else tgt.take(tgt_embed)}
     lm_head = tgt_embed if model["tie_embeddings"] else get("lm_head.weight")
@@ -220,7 +220,10 @@ def to_mtkit(hf: dict[str, Tensor], model: dict[str, Any], src: VocabOrder, tgt:
                 if cross:
                     out[f"{mine}.cross_attn.kv.{p}"] = torch.cat(
                         [get(f"{prefix}.encoder_attn.{x}_proj.{p}") for x in "kv"])
-    return {k: v.detach().float().contiguous() for k, v in out.items()}  # float32 ones stay themselves
+    done: dict[int, Tensor] = {}  # a tensor under several names (tied, shared) stays one tensor
+    for key, value in out.items():
+        out[key] = done.setdefault(id(value), value.detach().float().contiguous())
+    return out
 
 
 def to_hf(state: dict[str, Tensor], model: Any, shared: bool) -> dict[str, Tensor]:

@@ -12,7 +12,7 @@ install: $(STAMP)
 # torch is pinned first so pip never replaces it; on a CUDA machine the same pin installs the CUDA build.
 $(STAMP): pyproject.toml
 	$(PIP) install -q "torch==$(TORCH_VERSION)"
-	$(PIP) install -q -e ".[dev,plot,ct2,serve]"
+	$(PIP) install -q -e ".[dev,plot,ct2,serve,hf]"
 	@touch $(STAMP)
 
 # Most tests run one thread: one pytest worker per core (pytest-xdist), each taking whole modules so

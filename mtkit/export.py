@@ -3,7 +3,8 @@ or the same model packaged for Argos Translate and LibreTranslate (``--format ar
 
 The converter is written against mtkit's own module layout through the ``ctranslate2.specs`` API. It
 is exact or it refuses: every model option must be one it knows how to express (post-/pre-norm;
-sinusoidal, learned or relative positions; ReLU or GELU; tied or shared embeddings), and every tensor
+sinusoidal (either layout), learned or relative positions; ReLU, GELU or swish; tied or shared embeddings;
+the √d embedding scale or none; a fixed output bias), and every tensor
 of the checkpoint must find its place in the specification. Anything else (the RNNs, an option added
 to mtkit after this converter) stops the export with one line naming it, before anything is written,
 rather than producing a model that translates differently.
@@ -47,8 +48,9 @@ MIN_POSITIONS = 1024  # rows of the exported sinusoid table, at least
 
 # model options with a CTranslate2 equivalent: the values it can express (None: any value)
 _EXPRESSIBLE: dict[str, tuple[Any, ...] | None] = {
-    "arch": ("transformer",), "norm": ("post", "pre"), "activation": ("relu", "gelu"),
-    "positions": ("sinusoidal", "learned", "relative"),
+    "arch": ("transformer",), "norm": ("post", "pre"), "activation": ("relu", "gelu", "swish"),
+    "positions": ("sinusoidal", "learned", "relative"), "sinusoid_layout": None, "embed_scale": None,
+    "output_bias": None, "source_eos": None,
     "encoder_layers": None, "decoder_layers": None, "d_model": None, "heads": None, "d_ff": None,
     "tie_embeddings": None, "share_all_embeddings": None, "max_positions": None,
     "max_relative_distance": None,
@@ -186,6 +188,7 @@ def write_ct2(loaded: LoadedModel, directory: Path, quantization: str, ct2: Any)
     spec.config.add_attribute("layer_norm_epsilon", 1e-5)  # torch's LayerNorm default
     spec.config.unk_token, spec.config.bos_token = tgt_pieces[UNK_ID], tgt_pieces[BOS_ID]
     spec.config.eos_token, spec.config.decoder_start_token = tgt_pieces[EOS_ID], tgt_pieces[BOS_ID]
+    spec.config.add_source_eos = loaded.config.model.source_eos  # CTranslate2 appends </s> itself
     try:
         spec.validate()
         spec.optimize(quantization=quantization)
@@ -200,7 +203,8 @@ def write_ct2(loaded: LoadedModel, directory: Path, quantization: str, ct2: Any)
         "checkpoint": str(loaded.checkpoint.resolve()), "quantization": quantization, "max_positions": rows,
         "tokenize": {
             "method": "sentencepiece", "source_model": meta.src_bpe, "target_model": meta.tgt_bpe,
-            "source_bos": False, "source_eos": False, "decoder_start": tgt_pieces[BOS_ID],
+            "source_bos": False, "source_eos": loaded.config.model.source_eos,
+            "decoder_start": tgt_pieces[BOS_ID],
             "how": "encode each source line with source_model into pieces (no BOS/EOS added); translate "
                    "the pieces; decode the output pieces (without </s>) with target_model",
         },
@@ -255,7 +259,7 @@ def transformer_spec(loaded: LoadedModel, src_pieces: list[str], tgt_pieces: lis
         linear(spec.linear_1, f"{name}.ffn.fc2")
         norm(spec.layer_norm, f"{name}.ffn_res.norm")
 
-    activation = common_spec.Activation.GELU if m.activation == "gelu" else common_spec.Activation.RELU
+    activation = getattr(common_spec.Activation, {"gelu": "GELU", "swish": "SWISH"}.get(m.activation, "RELU"))
     spec = TransformerSpec.from_config((m.encoder_layers, m.decoder_layers), m.heads,
                                        with_relative_position=m.positions == "relative",
                                        pre_norm=m.norm == "pre", activation=activation,
@@ -264,9 +268,12 @@ def transformer_spec(loaded: LoadedModel, src_pieces: list[str], tgt_pieces: lis
     enc.embeddings[0].weight = take("src_embed.weight")
     dec.embeddings.weight = take("tgt_embed.weight")
     linear(dec.projection, "output_proj", bias=False)
+    if m.output_bias:  # MarianMT's final_logits_bias, as CTranslate2's own Marian converter places it
+        dec.projection.bias = take("output_bias")
+    enc.scale_embeddings = dec.scale_embeddings = m.embed_scale
     if m.positions == "sinusoidal":
         assert rows is not None
-        table = np.ascontiguousarray(net.positions(rows).float().cpu().numpy())  # interleaved sin/cos
+        table = np.ascontiguousarray(net.positions(rows).float().cpu().numpy())  # in the model's layout
         enc.position_encodings.encodings = table
         dec.position_encodings.encodings = table
     elif m.positions == "learned":

@@ -158,6 +158,10 @@ CASES: dict[str, list[Case]] = {
     "model.positions": tr("learned"),
     "model.max_positions": tr(32, positions="learned"),
     "model.max_relative_distance": tr(2, positions="relative"),
+    "model.sinusoid_layout": tr("halves"),
+    "model.embed_scale": tr(False),
+    "model.source_eos": tr(True),
+    "model.output_bias": tr(True),  # a buffer in the layout (zero until an import fills it)
     "model.rnn_type": rnn("gru"),
     "model.hidden_size": rnn(12),
     "model.bidirectional": rnn(False),
@@ -230,6 +234,7 @@ CASES: dict[str, list[Case]] = {
     "decoding.max_len_a": dec(0.5),
     "decoding.max_len_b": dec(2),
     "decoding.min_len": dec(8),
+    "decoding.eos_at_limit": dec("free"),
     "decoding.no_repeat_ngram": dec(1),
     "decoding.max_input_tokens": [Case("translate", 8)],
     "decoding.temperature": dec(3.0),
@@ -298,6 +303,7 @@ def probe_model(cfg: Any, dotted: dict, root: Path, env: Env) -> Any:
     torch.manual_seed(0)
     model = build_model(cfg.model, V, V, joint_vocab=True)
     layout = [(name, tuple(p.shape)) for name, p in model.named_parameters()]  # a tied tensor once
+    layout += [(name, tuple(b.shape)) for name, b in model.named_buffers()]  # model.output_bias
     src, tgt = _tokens(1, (5, 3, 4)), _tokens(2, (4, 4, 2))
     with torch.no_grad():
         evaluated = model.eval()(src, tgt)[0]

@@ -24,7 +24,7 @@ MAX_LINES = 420
 #: floor 2, one "files in → files out" job each; a package stage (train, with average and distill) is
 #: one stage; mtkit.data is the library but for its prepare stage
 STAGES = ("mtkit.data.prepare", "mtkit.train", "mtkit.translate", "mtkit.score", "mtkit.export",
-          "mtkit.serve")
+          "mtkit.serve", "mtkit.hf")
 #: floor 1 (a package counts with its modules): parses options and calls one stage; it alone may import stages
 CLI = ("mtkit.cli", "mtkit.__main__")
 #: imported by mtkit.models / mtkit.decode.search they would make every model user pay for the CLI stack

@@ -204,8 +204,10 @@ def distill(
 @app.command()
 def export(
     model: Path = typer.Option(..., "--model", "-m", help="Model directory (or a checkpoint file)."),
-    output: Path = typer.Option(..., "--output", "-o", help="Output directory (ct2) or .argosmodel file."),
-    fmt: str = typer.Option("ct2", "--format", help="ct2 (a CTranslate2 model directory) or argos."),
+    output: Path = typer.Option(..., "--output", "-o",
+                                help="Output directory (ct2, hf) or .argosmodel file."),
+    fmt: str = typer.Option("ct2", "--format", help="ct2 (a CTranslate2 model directory), argos, or hf (a "
+                            "MarianMT directory for Hugging Face Transformers, docs/hf.md)."),
     quantization: str = typer.Option("float32", "--quantization",
         help="float32, int8, int8_float32, bfloat16 or float16."),
     checkpoint: str = typer.Option("best", "--checkpoint", help="best, last, or a checkpoint path."),
@@ -221,13 +223,33 @@ def export(
     pair: str = typer.Option("", "--pair",
         help="argos: the direction of a multilingual model to package, e.g. en-de (one package per pair)."),
 ) -> None:
-    """Export a trained Transformer to CTranslate2 (or an Argos Translate package)."""
+    """Export a trained Transformer to CTranslate2, an Argos Translate package or Hugging Face MarianMT."""
+    if fmt == "hf":
+        from mtkit.hf import export_hf
+
+        if quantization != "float32" or shortlist or pair:
+            raise MtkitError("--format hf writes float32 weights for all pairs without a shortlist: drop "
+                             "--quantization, --shortlist and --pair")
+
+        typer.echo(f"wrote {export_hf(model, output, checkpoint)}", err=True)
+        return
     from mtkit.export import ShortlistOptions, run_export
 
     lists = ShortlistOptions(shortlist, shortlist_frequent, shortlist_data, shortlist_sentences)
     path = run_export(model, output, fmt=fmt, quantization=quantization, checkpoint=checkpoint,
                       shortlist=lists, pair=pair)
     typer.echo(f"wrote {path}", err=True)
+
+
+@app.command("import-hf")
+def import_hf(
+    source: Path = typer.Argument(..., help="A MarianMT (OPUS-MT) directory as save_pretrained writes it."),
+    output: Path = typer.Option(..., "--output", "-o", help="The mtkit model directory to write (new)."),
+) -> None:
+    """Import a Hugging Face MarianMT model (OPUS-MT) as an mtkit model directory (docs/hf.md)."""
+    from mtkit.hf import import_hf as run_import
+
+    typer.echo(f"wrote {run_import(source, output)}", err=True)
 
 
 # ------------------------------------------------------------------------------------------- average

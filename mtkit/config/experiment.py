@@ -55,7 +55,8 @@ class ModelConfig:
     d_ff: int = _f(1024, "Inner width of the feed-forward sublayer.", 1, when=TRANSFORMER)
     attention_dropout: float = _f(0.0, "Dropout on attention weights.", 0, 1, when=TRANSFORMER)
     activation_dropout: float = _f(0.0, "Dropout after the FFN activation.", 0, 1, when=TRANSFORMER)
-    activation: Literal["relu", "gelu"] = _f("relu", "FFN activation.", when=TRANSFORMER)
+    activation: Literal["relu", "gelu", "swish"] = _f(
+        "relu", "FFN activation; swish is SiLU, x·sigmoid(x) (OPUS-MT's MarianMT models).", when=TRANSFORMER)
     norm: Literal["post", "pre"] = _f(
         "post", "LayerNorm after each residual (paper) or before each sublayer (pre-norm).", when=TRANSFORMER
     )
@@ -63,6 +64,21 @@ class ModelConfig:
         "sinusoidal", "Position information: fixed sinusoids, learned, or relative (Shaw 2018).",
         when=TRANSFORMER,
     )
+    sinusoid_layout: Literal["interleaved", "halves"] = _f(
+        "interleaved", "Where sin and cos go in the sinusoid table: interleaved (PE[2i] = sin, "
+        "PE[2i+1] = cos, as in the paper) or halves (all sines, then all cosines, same frequencies: "
+        "MarianMT's).",
+        when={**TRANSFORMER, "positions": ("sinusoidal",)})
+    embed_scale: bool = _f(True, "Multiply token embeddings by √d_model before adding positions (false: "
+                           "MarianMT's scale_embedding: false).", when=TRANSFORMER)
+    source_eos: bool = _f(False, "The model appends EOS to every source sentence before encoding it "
+                          "(MarianMT's tokenizer adds </s>); every stage then does, the data stay as "
+                          "prepared.",
+                          when=TRANSFORMER)
+    output_bias: bool = _f(
+        False, "A fixed bias added to the output logits, kept with the weights but never trained (MarianMT's "
+        "final_logits_bias; `mtkit import-hf` sets it, with a large negative entry for a padding token "
+        "MarianMT lacks).", when=TRANSFORMER)
     max_positions: int = _f(1024, "Longest sequence for learned positions.", 1,
                             when={**TRANSFORMER, "positions": ("learned",)})
     max_relative_distance: int = _f(16, "Clipping distance δ of relative positions.", 1,
@@ -207,6 +223,9 @@ class DecodingConfig:
     max_len_a: float = _f(1.2, "Longest output is max_len_a · source_len + max_len_b tokens.", 0)
     max_len_b: int = _f(10, "See max_len_a.", 0)
     min_len: int = _f(1, "Shortest output in tokens (EOS is blocked before).", 0)
+    eos_at_limit: Literal["scored", "free"] = _f(
+        "scored", "The EOS forced at the length limit: scored adds its log-probability to the hypothesis' "
+        "score; free adds 0, as Transformers' forced_eos_token_id does (imported MarianMT models).")
     no_repeat_ngram: int = _f(0, "Forbid repeating any n-gram of this size (0 = off).", 0)
     max_input_tokens: int = _f(
         400, "Longer inputs are split into sentences or windows of this many subwords and rejoined.", 8

@@ -34,6 +34,9 @@ class DataMeta:
     mtkit_version: str = ""
     # a multilingual model's languages (mtkit.data.corpora.languages): tag, src, tgt, pairs; {} for one pair
     languages: dict[str, Any] = field(default_factory=dict)
+    # two BPE models (src_bpe, tgt_bpe) numbering one vocabulary, so the ids mean the same on both sides
+    # and the embeddings may be shared: an imported MarianMT model's (`mtkit import-hf`)
+    shared_ids: bool = False
 
     @classmethod
     def from_dict(cls, raw: Any, where: str) -> DataMeta:
@@ -57,6 +60,10 @@ class DataMeta:
     def bpe_files(self) -> list[str]:
         """The sentencepiece model file(s), once each."""
         return list(dict.fromkeys([self.src_bpe, self.tgt_bpe]))
+
+    def one_vocabulary(self) -> bool:
+        """Source and target ids mean the same pieces: what sharing the embeddings needs."""
+        return self.joint or self.shared_ids
 
     def same_vocabulary(self, other: DataMeta) -> bool:
         return (self.src_vocab_size, self.tgt_vocab_size, self.joint) == \

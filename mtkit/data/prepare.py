@@ -136,7 +136,8 @@ def _prepare(cfg: Config, splits: list[SplitInput], fp: str, force: bool, consol
 
         save_config(cfg, stage / CONFIG_FILE)
         meta = DataMeta(src_vocab_size=len(src_bpe), tgt_vocab_size=len(tgt_bpe), src_bpe=src_name,
-                        tgt_bpe=tgt_name, joint=cfg.bpe.joint, dtype=dtype.name, src_lang=cfg.data.src_lang,
+                        tgt_bpe=tgt_name, joint=cfg.bpe.joint, shared_ids=_parent_shared_ids(cfg.bpe),
+                        dtype=dtype.name, src_lang=cfg.data.src_lang,
                         tgt_lang=cfg.data.tgt_lang, splits={name: st.as_meta() for name, st in stats.items()},
                         fingerprint=fp, mtkit_version=__version__, languages=langs)
         write_meta(stage, meta)  # moved in last: its presence marks the directory complete
@@ -220,6 +221,14 @@ def reused_models(b: BpeConfig) -> tuple[str, str, str]:
         if not model.is_file():
             raise ConfigError(f"bpe.model_from: {model} not found (named in {directory / META_FILE})")
     return (str(src), "", "") if meta.joint else ("", str(src), str(tgt))
+
+
+def _parent_shared_ids(b: BpeConfig) -> bool:
+    """Whether the BPE models taken from a parent (bpe.model_from) number one vocabulary (an imported
+    MarianMT model's two models), so that a fine-tune shares its embeddings as the parent does."""
+    given = Path(b.model_from) if b.model_from else None
+    directory = given.parent if given is not None and given.is_file() else given
+    return directory is not None and (directory / META_FILE).is_file() and read_meta(directory).shared_ids
 
 
 def fingerprint(cfg: Config, splits: list[SplitInput]) -> str:

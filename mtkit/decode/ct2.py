@@ -300,7 +300,8 @@ class Ct2Model:
                              ) from None
         source, options, penalty = job.source, job.options, job.penalty
         ranked = options["num_hypotheses"] > 1  # the forced EOS then decides which hypothesis is best
-        eos = self._forced_eos(source, [r.hypotheses for r in results]) if scores or ranked else {}
+        scored = (scores or ranked) and cfg.eos_at_limit == "scored"  # free: a forced EOS adds nothing
+        eos = self._forced_eos(source, [r.hypotheses for r in results]) if scored else {}
         rows = self._attention_rows(source, [r.hypotheses for r in results], options) if need_attention \
             else {}
         out = []

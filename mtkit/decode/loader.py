@@ -49,7 +49,7 @@ def load_model(model: str | Path, checkpoint: str = "best", overrides: Sequence[
                 else read_meta(model_dir))
     except DataError as exc:
         raise CheckpointError(f"{file}: no usable vocabulary meta ({exc})") from None
-    net = build_model(cfg.model, meta.src_vocab_size, meta.tgt_vocab_size, meta.joint)
+    net = build_model(cfg.model, meta.src_vocab_size, meta.tgt_vocab_size, meta.one_vocabulary())
     try:
         net.load_state_dict(state["model"])
     except RuntimeError as exc:

@@ -90,6 +90,7 @@ def _mask_step(log_probs: Tensor, t: int, max_len: Tensor, cfg: DecodingConfig,
         forced = forced | (log_probs.max(-1).values == NEG_INF)
     if bool(forced.any()):
         log_probs[forced] = NEG_INF
+        eos = eos if cfg.eos_at_limit == "scored" else torch.zeros_like(eos)  # free: as generate forces it
         log_probs[:, EOS_ID] = torch.where(forced, eos, log_probs[:, EOS_ID])
     return log_probs
 

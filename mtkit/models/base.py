@@ -115,7 +115,8 @@ class Seq2Seq(nn.Module):
                 ) -> tuple[Tensor, Tensor | None]:
         """Teacher-forced pass: logits [B, T, V] (unnormalised) and, if asked, the encoder-decoder
         attention of ``attn_layer`` per head [B, H, T, S]. ``project=False`` returns the features
-        [B, T, D] that ``output_proj`` (every model's last layer, bias-free) would turn into logits:
+        [B, T, D] that ``output_proj`` (every model's last layer, bias-free but for ``logit_bias``) turns
+        into logits:
         training computes the loss from them block by block (``train/loss.py``).
 
         ``source_rows`` [B] (optional) names, for each row of ``tgt_in``, the row of ``src`` it
@@ -123,6 +124,11 @@ class Seq2Seq(nn.Module):
         source and encodes that source once instead of once per row (the rows then share the
         encoder's dropout draws). Without it, row i of ``tgt_in`` translates row i of ``src``."""
         raise NotImplementedError
+
+    def logit_bias(self) -> Tensor | None:
+        """The fixed bias [V] added to the output projection's logits (``model.output_bias``), or None:
+        training computes the logits from ``output_proj.weight`` itself and adds it there too."""
+        return None
 
     def reorder_state(self, state: Any, index: Tensor) -> Any:
         """Select batch rows of the decoder state (beam search reordering). The default suits states

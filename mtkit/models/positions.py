@@ -16,20 +16,24 @@ from mtkit.errors import MtkitError
 
 
 class SinusoidalPositions(nn.Module):
-    """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...), as in the paper.
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...), as in the paper (``layout``
+    "interleaved"), or MarianMT's permutation of it ("halves": `marian_sinusoids`).
 
     The table is a cache, not a buffer: it grows on demand (translate may see inputs longer than
     anything in training), checkpoints do not carry it, and DDP does not broadcast it (a buffer
     grown on one rank only would no longer match the others).
     """
 
-    def __init__(self, dim: int, initial_length: int = 256) -> None:
+    def __init__(self, dim: int, initial_length: int = 256, layout: str = "interleaved") -> None:
         super().__init__()
         self.dim = dim
         self.initial_length = initial_length
+        self.layout = layout
         self._table: Tensor | None = None
 
     def _make(self, length: int, device: torch.device) -> Tensor:
+        if self.layout == "halves":
+            return marian_sinusoids(length, self.dim).to(device)
         position = torch.arange(length, dtype=torch.float32, device=device).unsqueeze(1)
         inv_freq = torch.exp(
             torch.arange(0, self.dim, 2, dtype=torch.float32, device=device) * (-math.log(10000.0) / self.dim)
@@ -50,6 +54,21 @@ class SinusoidalPositions(nn.Module):
             table = table.to(device)
         self._table = table
         return table[offset: offset + length]
+
+
+def marian_sinusoids(length: int, dim: int) -> Tensor:
+    """MarianMT's table [length, dim] (float32): the same frequencies as the paper's, sines in the first
+    half and cosines in the second, from position 0. Computed as `transformers` computes it (float64
+    NumPy, then float32), so an imported model adds bit for bit the positions MarianMT adds."""
+    import numpy as np
+
+    j = np.arange(dim)
+    angle = np.arange(length, dtype=np.float64)[:, None] / np.power(10000, 2 * (j // 2) / dim)[None, :]
+    sentinel = (dim + 1) // 2
+    table = torch.empty(length, dim, dtype=torch.float32)
+    table[:, :sentinel] = torch.from_numpy(np.sin(angle[:, 0::2])).float()
+    table[:, sentinel:] = torch.from_numpy(np.cos(angle[:, 1::2])).float()
+    return table
 
 
 class LearnedPositions(nn.Module):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -18,7 +19,7 @@ from mtkit.config.experiment import ModelConfig
 from mtkit.models.attention import MultiHeadAttention, additive_key_mask
 from mtkit.models.base import EncoderOutput, Seq2Seq, embedding, log_softmax_float
 from mtkit.models.positions import LearnedPositions, RelativePositions, SinusoidalPositions
-from mtkit.vocab import PAD_ID
+from mtkit.vocab import EOS_ID, PAD_ID
 
 
 class FeedForward(nn.Module):
@@ -28,7 +29,7 @@ class FeedForward(nn.Module):
         super().__init__()
         self.fc1 = nn.Linear(d_model, d_ff)
         self.fc2 = nn.Linear(d_ff, d_model)
-        self.act = F.gelu if activation == "gelu" else F.relu
+        self.act = {"gelu": F.gelu, "swish": F.silu}.get(activation, F.relu)
         self.activation_dropout = activation_dropout
         for fc in (self.fc1, self.fc2):
             nn.init.xavier_uniform_(fc.weight)
@@ -144,13 +145,13 @@ class Transformer(Seq2Seq):
         d = cfg.d_model
         self.d_model = d
         self.num_attention_heads = cfg.heads
-        self.embed_scale = math.sqrt(d)
+        self.embed_scale = math.sqrt(d) if cfg.embed_scale else 1.0
         self.dropout = cfg.dropout
         self.tgt_embed = embedding(tgt_vocab_size, d)  # × √d in the forward pass → unit scale
         share_all = joint_vocab and cfg.share_all_embeddings and src_vocab_size == tgt_vocab_size
         self.src_embed = self.tgt_embed if share_all else embedding(src_vocab_size, d)
         if cfg.positions == "sinusoidal":
-            self.positions: nn.Module | None = SinusoidalPositions(d)
+            self.positions: nn.Module | None = SinusoidalPositions(d, layout=cfg.sinusoid_layout)
         elif cfg.positions == "learned":
             self.src_positions = LearnedPositions(d, cfg.max_positions)
             self.positions = LearnedPositions(d, cfg.max_positions)
@@ -168,6 +169,11 @@ class Transformer(Seq2Seq):
             self.output_proj.weight = self.tgt_embed.weight
         else:
             nn.init.normal_(self.output_proj.weight, std=d ** -0.5)
+        if cfg.output_bias:  # a buffer: saved and loaded with the weights, never trained (as in MarianMT)
+            self.register_buffer("output_bias", torch.zeros(tgt_vocab_size))
+
+    def logit_bias(self) -> Tensor | None:
+        return self.output_bias if self.cfg.output_bias else None
 
     # ------------------------------------------------------------------------------ helpers
     def _embed(self, tokens: Tensor, embedding: nn.Embedding, positions: nn.Module | None,
@@ -183,8 +189,12 @@ class Transformer(Seq2Seq):
         return self.src_positions if self.cfg.positions == "learned" else self.positions
 
     def _encode(self, src: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Encoder output, the mask of the real source tokens [B, S] and the additive key mask (over one
+        more position per row, the appended EOS, when ``model.source_eos``)."""
         src_mask = src.ne(PAD_ID)
-        attn_mask = additive_key_mask(src_mask, self.src_embed.weight.dtype)
+        if self.cfg.source_eos:  # MarianMT's tokenizer appends </s>: here, so every stage gets it
+            src = F.pad(src, (0, 1), value=PAD_ID).scatter_(1, src_mask.sum(1, keepdim=True), EOS_ID)
+        attn_mask = additive_key_mask(src.ne(PAD_ID), self.src_embed.weight.dtype)
         x = self._embed(src, self.src_embed, self._src_positions())
         for layer in self.encoder_layers:
             x = layer(x, attn_mask)
@@ -196,25 +206,38 @@ class Transformer(Seq2Seq):
         return self.decoder_norm(x) if self.decoder_norm is not None else x
 
     def _project(self, x: Tensor) -> Tensor:
-        return self.output_proj(self._features(x))
+        logits = self.output_proj(self._features(x))
+        bias = self.logit_bias()
+        return logits if bias is None else logits + bias.to(logits.dtype)
 
     def _layer_index(self, attn_layer: int) -> int:
         return attn_layer % len(self.decoder_layers)
+
+    def _source_columns(self, weights: Tensor, src_mask: Tensor) -> Tensor:
+        """Attention [..., S(+1)] over the source tokens only: without the column of the appended EOS
+        (``model.source_eos``), so alignments and glossaries see the sentence's own tokens."""
+        if not self.cfg.source_eos:
+            return weights
+        cols = torch.arange(src_mask.size(1), device=weights.device).unsqueeze(0)
+        index = cols + (cols >= src_mask.sum(1, keepdim=True)).long()  # [B, S]: skip each row's EOS
+        shape = (index.size(0),) + (1,) * (weights.dim() - 2) + (index.size(1),)
+        return weights.gather(-1, index.view(shape).expand(*weights.shape[:-1], index.size(1)))
 
     # ---------------------------------------------------------------------------- interface
     def forward(self, src: Tensor, tgt_in: Tensor, need_attention: bool = False,
                 attn_layer: int = -1, project: bool = True, source_rows: Tensor | None = None
                 ) -> tuple[Tensor, Tensor | None]:
-        memory, _, attn_mask = self._encode(src)
+        memory, src_mask, attn_mask = self._encode(src)
         if source_rows is not None:
             memory, attn_mask = memory.index_select(0, source_rows), attn_mask.index_select(0, source_rows)
+            src_mask = src_mask.index_select(0, source_rows)
         x = self._embed(tgt_in, self.tgt_embed, self.positions)
         wanted = self._layer_index(attn_layer) if need_attention else -1
         attention = None
         for i, layer in enumerate(self.decoder_layers):
             x, weights = layer(x, memory, attn_mask, need_weights=i == wanted)
             if weights is not None:
-                attention = weights
+                attention = self._source_columns(weights, src_mask)
         return (self._project(x) if project else self._features(x)), attention
 
     def encode(self, src: Tensor) -> TransformerEncoderOutput:
@@ -248,7 +271,7 @@ class Transformer(Seq2Seq):
             keys.append(k)
             values.append(v)
             if weights is not None:
-                attention = weights[:, :, 0]
+                attention = self._source_columns(weights[:, :, 0], enc.src_mask)
         log_probs = log_softmax_float(self._project(x[:, 0]))
         return log_probs, TransformerState(keys, values), attention
 

@@ -116,7 +116,7 @@ def label_smoothed_nll(logits: Tensor, target: Tensor, epsilon: float,
 
 def _blocked_loss(h: Tensor, w: Tensor, target: Tensor, epsilon: float, pad_id: int, block_rows: int,
                   grad_features: Tensor | None, grad_weight: Tensor | None,
-                  keep: Tensor | None = None) -> tuple[Tensor, Tensor]:
+                  keep: Tensor | None = None, bias: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """Summed loss and NLL of ``h @ wᵀ`` [N, V], ``block_rows`` rows at a time; writes dL/dh into
     ``grad_features`` [N, D] and adds dL/dw into ``grad_weight`` [V, D] where they are given.
     ``keep`` [N] (float, 0 at PAD targets) when PAD rows are still among the N."""
@@ -126,7 +126,7 @@ def _blocked_loss(h: Tensor, w: Tensor, target: Tensor, epsilon: float, pad_id: 
         rows = slice(start, start + block_rows)
         block, block_target = h[rows], target[rows]
         block_keep = keep[rows] if keep is not None else None
-        block_loss, block_nll, probs = _smoothed_loss((block @ w.t()).float(), block_target, epsilon, pad_id,
+        block_loss, block_nll, probs = _smoothed_loss(_logits(block, w, bias), block_target, epsilon, pad_id,
                                                       keep=block_keep)
         loss += block_loss
         nll_sum += block_nll
@@ -143,6 +143,13 @@ def _blocked_loss(h: Tensor, w: Tensor, target: Tensor, epsilon: float, pad_id: 
     return loss, nll_sum
 
 
+def _logits(h: Tensor, w: Tensor, bias: Tensor | None) -> Tensor:
+    """float32 logits of a block: ``h @ wᵀ`` in the products' dtype, plus the model's fixed output bias
+    (``Seq2Seq.logit_bias``: MarianMT's final_logits_bias) in float32."""
+    z = (h @ w.t()).float()
+    return z if bias is None else z + bias.float()
+
+
 class _ProjectedLabelSmoothedNLL(torch.autograd.Function):
     """Loss of ``features @ weightᵀ`` block by block, with the gradients computed in the forward.
 
@@ -153,13 +160,14 @@ class _ProjectedLabelSmoothedNLL(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, features: Tensor, weight: Tensor, target: Tensor, epsilon: float, pad_id: int,
-                dtype: torch.dtype, block_rows: int, keep: Tensor | None) -> tuple[Tensor, Tensor]:
+                dtype: torch.dtype, block_rows: int, keep: Tensor | None,
+                bias: Tensor | None = None) -> tuple[Tensor, Tensor]:
         h, w = features.detach().to(dtype), weight.detach().to(dtype)
         features_learn, weight_learns = ctx.needs_input_grad[:2]  # a frozen output layer learns nothing
         grad_features = torch.empty(h.shape, dtype=torch.float32, device=h.device) if features_learn else None
         grad_weight = torch.zeros(w.shape, dtype=torch.float32, device=w.device) if weight_learns else None
         loss, nll_sum = _blocked_loss(h, w, target, epsilon, pad_id, block_rows, grad_features, grad_weight,
-                                      keep)
+                                      keep, bias)
         ctx.save_for_backward(grad_features, grad_weight)
         ctx.dtypes = features.dtype, weight.dtype
         ctx.mark_non_differentiable(nll_sum)
@@ -167,20 +175,20 @@ class _ProjectedLabelSmoothedNLL(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, grad_loss: Tensor, _grad_nll: Tensor
-                 ) -> tuple[Tensor | None, Tensor | None, None, None, None, None, None, None]:
+                 ) -> tuple[Tensor | None, Tensor | None, None, None, None, None, None, None, None]:
         grad_features, grad_weight = ctx.saved_tensors
         features_dtype, weight_dtype = ctx.dtypes
         if grad_features is not None:
             grad_features = (grad_features * grad_loss).to(features_dtype)
         if grad_weight is not None:
             grad_weight = (grad_weight * grad_loss).to(weight_dtype)
-        return grad_features, grad_weight, None, None, None, None, None, None
+        return grad_features, grad_weight, None, None, None, None, None, None, None
 
 
 def projected_label_smoothed_nll(features: Tensor, weight: Tensor, target: Tensor, epsilon: float,
                                  dtype: torch.dtype | None = None, pad_id: int = PAD_ID,
-                                 block_rows: int = LOSS_BLOCK_ROWS, drop_padding: bool = True
-                                 ) -> tuple[Tensor, Tensor]:
+                                 block_rows: int = LOSS_BLOCK_ROWS, drop_padding: bool = True,
+                                 bias: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """``label_smoothed_nll(features @ weightᵀ, target, epsilon)`` without the [N, V] logits.
 
     features: [..., D] (the decoder's output before the output projection), weight: [V, D] (the
@@ -188,7 +196,8 @@ def projected_label_smoothed_nll(features: Tensor, weight: Tensor, target: Tenso
     it is on, as for the output layer itself, else the weight's). PAD positions are dropped before the
     blocks, so padding costs no output-layer work; ``drop_padding=False`` keeps them (weighted 0)
     instead, because finding them costs a read back to the host, which a GPU must not wait for (and a
-    CUDA graph cannot hold). Under ``torch.no_grad`` (validation) the blocks compute the loss only."""
+    CUDA graph cannot hold). Under ``torch.no_grad`` (validation) the blocks compute the loss only.
+    ``bias`` [V]: the model's fixed output bias (``Seq2Seq.logit_bias``), or None."""
     vocab, dim = weight.shape
     if dtype is None:  # the dtype F.linear would compute in here: autocast's, if it is on
         kind = features.device.type
@@ -206,9 +215,9 @@ def projected_label_smoothed_nll(features: Tensor, weight: Tensor, target: Tenso
     epsilon = float(epsilon)
     if not torch.is_grad_enabled():  # validation: the loss alone
         h, w = features.to(dtype), weight.to(dtype)
-        return _blocked_loss(h, w, target, epsilon, pad_id, block_rows, None, None, keep)
+        return _blocked_loss(h, w, target, epsilon, pad_id, block_rows, None, None, keep, bias)
     return _ProjectedLabelSmoothedNLL.apply(features, weight, target, epsilon, pad_id, dtype, block_rows,
-                                            keep)
+                                            keep, bias)
 
 
 
@@ -218,22 +227,22 @@ class _ProjectedTokenLogProbs(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, features: Tensor, weight: Tensor, target: Tensor, dtype: torch.dtype,
-                block_rows: int) -> Tensor:
+                block_rows: int, bias: Tensor | None = None) -> Tensor:
         h, w = features.detach().to(dtype), weight.detach().to(dtype)
         out = torch.empty(h.size(0), dtype=torch.float32, device=h.device)
         lse = torch.empty_like(out)
         for start in range(0, h.size(0), block_rows):
             rows = slice(start, start + block_rows)
-            z = (h[rows] @ w.t()).float()
+            z = _logits(h[rows], w, bias)
             probs = torch.softmax(z, dim=-1)  # the fast kernel; lse recovered as in _smoothed_loss
             lse[rows] = z.amax(dim=-1) - probs.amax(dim=-1).log()
             out[rows] = z.gather(1, target[rows].unsqueeze(1)).squeeze(1) - lse[rows]
         ctx.save_for_backward(h, w, target, lse)
-        ctx.dtypes, ctx.block_rows = (features.dtype, weight.dtype), block_rows
+        ctx.dtypes, ctx.block_rows, ctx.bias = (features.dtype, weight.dtype), block_rows, bias
         return out
 
     @staticmethod
-    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor | None, Tensor | None, None, None, None]:
+    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor | None, Tensor | None, None, None, None, None]:
         h, w, target, lse = ctx.saved_tensors
         features_learn, weight_learns = ctx.needs_input_grad[:2]
         grad_h = torch.empty(h.shape, dtype=torch.float32, device=h.device) if features_learn else None
@@ -242,7 +251,7 @@ class _ProjectedTokenLogProbs(torch.autograd.Function):
             rows = slice(start, start + ctx.block_rows)
             g = grad_out[rows].float()
             # d log p(y) / dz = onehot(y) − softmax(z), times the incoming gradient of the row
-            grad = torch.exp((h[rows] @ w.t()).float() - lse[rows].unsqueeze(1)).mul_(-g.unsqueeze(1))
+            grad = torch.exp(_logits(h[rows], w, ctx.bias) - lse[rows].unsqueeze(1)).mul_(-g.unsqueeze(1))
             grad.scatter_add_(1, target[rows].unsqueeze(1), g.unsqueeze(1))
             grad = grad.to(h.dtype)
             if grad_h is not None:
@@ -251,26 +260,27 @@ class _ProjectedTokenLogProbs(torch.autograd.Function):
                 grad_w += grad.t() @ h[rows]
         features_dtype, weight_dtype = ctx.dtypes
         return (grad_h.to(features_dtype) if grad_h is not None else None,
-                grad_w.to(weight_dtype) if grad_w is not None else None, None, None, None)
+                grad_w.to(weight_dtype) if grad_w is not None else None, None, None, None, None)
 
 
 def projected_token_log_probs(features: Tensor, weight: Tensor, target: Tensor,
-                              block_rows: int = LOSS_BLOCK_ROWS, drop_padding: bool = True) -> Tensor:
+                              block_rows: int = LOSS_BLOCK_ROWS, drop_padding: bool = True,
+                              bias: Tensor | None = None) -> Tensor:
     """log p(target) at every position of ``target`` [...] (float32, 0 at PAD), differentiable, from
     the decoder's ``features`` [..., D] and the output projection's ``weight`` [V, D], without the
     [N, V] logits (the sequence log-probabilities of minimum risk training, `mtkit.train.mrt`).
-    ``drop_padding`` as in ``projected_label_smoothed_nll`` (False on a GPU: no read back)."""
+    ``drop_padding`` and ``bias`` as in ``projected_label_smoothed_nll``."""
     shape, dim = target.shape, weight.size(1)
     kind = features.device.type
     dtype = torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else weight.dtype
     target, features = target.reshape(-1), features.reshape(-1, dim)
     keep = target != PAD_ID
     if not drop_padding:
-        out = _ProjectedTokenLogProbs.apply(features, weight, target, dtype, block_rows)
+        out = _ProjectedTokenLogProbs.apply(features, weight, target, dtype, block_rows, bias)
         return (out * keep).view(shape)
     rows = keep.nonzero().squeeze(1)
     out = _ProjectedTokenLogProbs.apply(features.index_select(0, rows), weight, target.index_select(0, rows),
-                                        dtype, block_rows)
+                                        dtype, block_rows, bias)
     return torch.zeros(target.shape, dtype=out.dtype, device=out.device).index_copy(0, rows, out).view(shape)
 
 def diversity_penalty(attn: Tensor, tgt_mask: Tensor, src_mask: Tensor | None = None) -> Tensor:

@@ -217,15 +217,15 @@ class MrtUpdater(Updater):
             host = [t.pin_memory() for t in host]
         src, tgt_in, tgt_out, rows_of, cost = (t.to(self.device, non_blocking=True) for t in host)
         tc = self.tc
-        weight = self.model.output_proj.weight
+        weight, bias = self.model.output_proj.weight, self.model.logit_bias()
         with autocast(self.device, self.autocast_dtype):
             features, _ = self.train_model(src, tgt_in, project=False, source_rows=rows_of)
             ce, nll = projected_label_smoothed_nll(features[:k], weight, tgt_out[:k], tc.label_smoothing,
                                                    block_rows=self.loss_block_rows,
-                                                   drop_padding=self.drop_padding)
+                                                   drop_padding=self.drop_padding, bias=bias)
             token_log_probs = projected_token_log_probs(features[k:], weight, tgt_out[k:],
                                                         block_rows=self.loss_block_rows,
-                                                        drop_padding=self.drop_padding)
+                                                        drop_padding=self.drop_padding, bias=bias)
         risk = expected_risk(token_log_probs.sum(1), rows_of[k:], cost, tc.mrt_alpha, k).sum()
         return risk * scale + tc.mrt_ce_weight * ce, nll, risk
 

@@ -113,7 +113,7 @@ class Trainer(Checkpointing):
             warn("no dev split (or target BPE model): validation only writes checkpoints")
         torch.manual_seed(tc.seed)
         self.model = build_model(cfg.model, self.meta.src_vocab_size, self.meta.tgt_vocab_size,
-                                 self.meta.joint).to(device)
+                                 self.meta.one_vocabulary()).to(device)
         self.start_lines = [init_from.freeze(self.model, tc.freeze, cfg.model.arch)]  # before the optimizer
         self.autocast_dtype = autocast_dtype(tc.precision, device, setting="training.precision=")
         self.buckets = use_shape_buckets(tc.shape_buckets, device)

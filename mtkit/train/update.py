@@ -83,7 +83,8 @@ class Updater:
                     # the output layer and the loss in row blocks: the [tokens, vocab] logits never exist
                     loss, nll = projected_label_smoothed_nll(
                         features, self.model.output_proj.weight, batch.tgt_out, tc.label_smoothing,
-                        block_rows=self.loss_block_rows, drop_padding=self.drop_padding)
+                        block_rows=self.loss_block_rows, drop_padding=self.drop_padding,
+                        bias=self.model.logit_bias())
                 if need_attention and attn is not None:
                     penalty = diversity_penalty(attn, batch.tgt_out != PAD_ID, batch.src != PAD_ID)
                     loss = loss + tc.diversity_penalty * penalty
@@ -102,7 +103,7 @@ class Updater:
             features, _ = self.train_model(src, tgt_in, project=False)
             loss, nll = projected_label_smoothed_nll(
                 features, self.model.output_proj.weight, tgt_out, self.tc.label_smoothing,
-                block_rows=self.loss_block_rows, drop_padding=False)
+                block_rows=self.loss_block_rows, drop_padding=False, bias=self.model.logit_bias())
         loss.backward()
         self.update_loss += loss.detach()
         self.update_nll += nll

@@ -73,7 +73,8 @@ def evaluate(model: Seq2Seq, dev: DevSet, cfg: Config, device: torch.device,
             batch = collate(dev.data, ids).to(device)
             with amp:  # the output layer and the loss in row blocks, as in training
                 features, _ = model(batch.src, batch.tgt_in, project=False)
-                _, nll = projected_label_smoothed_nll(features, model.output_proj.weight, batch.tgt_out, 0.0)
+                _, nll = projected_label_smoothed_nll(features, model.output_proj.weight, batch.tgt_out, 0.0,
+                                                      bias=model.logit_bias())
             nll_total += nll.double()
             tokens += batch.num_tgt_tokens
         hyps: list[str] = [""] * len(dev.references)

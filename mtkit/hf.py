@@ -1,0 +1,287 @@
+"""`mtkit import-hf` and `mtkit export --format hf`: MarianMT models (OPUS-MT) as Hugging Face
+Transformers' ``save_pretrained`` writes them, into mtkit model directories and back.
+
+Import reads ``config.json``, ``generation_config.json``, the weights (``model.safetensors``, or
+``pytorch_model.bin`` loaded with ``weights_only``), ``source.spm``, ``target.spm``, ``vocab.json`` (and
+``target_vocab.json`` where ``tokenizer_config.json`` says ``separate_vocabs``), and writes a model
+directory every stage takes: ``config.yaml``, ``meta.json``, the sentencepiece model(s) renumbered in
+mtkit's order (`mtkit.data.spm_proto`) and ``checkpoint_best.pt``. Export writes the files
+``MarianMTModel.from_pretrained`` and ``MarianTokenizer.from_pretrained`` read. The conversion tables
+are `mtkit.models.marian`'s. Both are exact or refuse in one line, and both build their output beside
+it and rename it into place, so nothing is written when they refuse.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from mtkit import __version__
+from mtkit.checkpoint import BEST, load_checkpoint, resolve_checkpoint, save_checkpoint
+from mtkit.config.experiment import CONFIG_FILE, from_dict, save_config, to_dict
+from mtkit.data.bpe import Bpe
+from mtkit.data.meta import DataMeta, read_meta, write_meta
+from mtkit.data.spm_proto import read_pieces, reorder
+from mtkit.errors import CheckpointError, ConfigError, DataError, MtkitError
+from mtkit.models import build_model
+from mtkit.models.marian import (
+    decoding_settings,
+    embeddings,
+    hf_settings,
+    model_settings,
+    to_hf,
+    to_mtkit,
+    vocab_order,
+)
+from mtkit.models.positions import marian_sinusoids
+
+INSTALL = "pip install 'mtkit[hf]'"
+TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
+
+
+def _safetensors() -> Any:
+    try:
+        import safetensors.torch
+    except ImportError:
+        raise MtkitError(f"reading and writing Hugging Face models needs safetensors: {INSTALL}") from None
+    return safetensors.torch
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"{path}: not a readable JSON file ({str(exc).splitlines()[0][:120]})") from None
+    if not isinstance(value, dict):
+        raise DataError(f"{path}: expected a JSON object")
+    return value
+
+
+def _weights(source: Path) -> dict[str, torch.Tensor]:
+    """The checkpoint's tensors: safetensors, or a PyTorch file loaded without running its pickles."""
+    file = source / "model.safetensors"
+    if file.is_file():
+        try:
+            return _safetensors().load_file(str(file))
+        except MtkitError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - untrusted bytes: one line, never a traceback
+            raise CheckpointError(f"{file}: not a readable safetensors file ({str(exc)[:120]})") from None
+    file = source / "pytorch_model.bin"
+    if not file.is_file():
+        sharded = any(source.glob("*.index.json"))
+        raise CheckpointError(f"{source}: no model.safetensors or pytorch_model.bin"
+                              + (" (sharded checkpoints are not supported)" if sharded else ""))
+    try:
+        state = torch.load(file, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001
+        raise CheckpointError(f"{file}: refused or unreadable with weights_only=True "
+                              f"({str(exc).strip().splitlines()[0][:120]})") from None
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{file}: not a state dict")
+    return state
+
+
+def _check_output(output: Path) -> None:
+    """Nothing a user has is overwritten: ``output`` must be new or an empty directory (checked first,
+    before any work, and again before the rename)."""
+    if output.exists() and (not output.is_dir() or any(output.iterdir())):
+        raise ConfigError(f"{output} exists and is not an empty directory; choose a new output")
+
+
+def _staged(output: Path, build: Callable[[Path], None]) -> Path:
+    """Run ``build`` into a new directory beside ``output``, then rename it into place."""
+    _check_output(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+    try:
+        build(stage)
+        if output.is_dir():
+            output.rmdir()
+        os.replace(stage, output)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return output
+
+
+# ------------------------------------------------------------------------------------------- import
+def import_hf(source: str | Path, output: str | Path) -> Path:
+    """A MarianMT directory → an mtkit model directory at ``output``; returns ``output``."""
+    source, output = Path(source), Path(output)
+    _check_output(output)
+    if not (source / "config.json").is_file():
+        raise ConfigError(f"{source}: not a MarianMT directory (no config.json)")
+    hf = _json(source / "config.json")
+    model = model_settings(hf, str(source / "config.json"))
+    tok = _json(source / "tokenizer_config.json") if (source / "tokenizer_config.json").is_file() else {}
+    separate = bool(tok.get("separate_vocabs", False))
+    for name in TOKENIZER_FILES + (("target_vocab.json",) if separate else ()):
+        if not (source / name).is_file():
+            raise DataError(f"{source / name}: missing (a MarianMT tokenizer file)")
+    gen_file = source / "generation_config.json"
+    gen = _json(gen_file) if gen_file.is_file() else hf  # older checkpoints kept these in config.json
+    eos = hf.get("eos_token_id", 0)
+    eos = eos[0] if isinstance(eos, list) and len(eos) == 1 else eos
+    pad, start = hf.get("pad_token_id", 58100), hf.get("decoder_start_token_id", hf.get("pad_token_id"))
+    if not all(isinstance(i, int) for i in (eos, pad, start)):
+        raise ConfigError(f"{source / 'config.json'}: eos_token_id, pad_token_id and decoder_start_token_id "
+                          "must be one token id each")
+    decoding = decoding_settings(gen, pad, start,
+                                 str(gen_file if gen_file.is_file() else source / "config.json"))
+    src_vocab = _json(source / "vocab.json")
+    tgt_vocab = _json(source / "target_vocab.json") if separate else src_vocab
+    size = int(hf.get("vocab_size", 58101))
+    tgt_size = int(hf.get("decoder_vocab_size") or size) if separate else size
+    tgt = vocab_order(tgt_vocab, tgt_size, pad, _id(tgt_vocab, "<unk>", source), eos, start,
+                      str(source / ("target_vocab.json" if separate else "vocab.json")))
+    src = tgt if not separate else vocab_order(
+        src_vocab, size, src_vocab.get("<pad>", pad), _id(src_vocab, "<unk>", source),
+        src_vocab.get("</s>", eos), src_vocab.get("<s>", src_vocab.get("<pad>", pad)),
+        str(source / "vocab.json"))
+    src_spm = reorder((source / "source.spm").read_bytes(), src.pieces, str(source / "source.spm"))
+    tgt_spm = reorder((source / "target.spm").read_bytes(), tgt.pieces, str(source / "target.spm"))
+    hf_state = _weights(source)
+    _check_positions(hf_state, model["d_model"], source)
+    try:
+        embeddings(hf_state, model)  # shared or not, as transformers loads them
+        state = to_mtkit(hf_state, model, src, tgt)
+    except ConfigError as exc:
+        raise CheckpointError(f"{source}: {exc}") from None
+    if not state["output_bias"].any():  # all zero (no added pad row either): a model without one, as
+        model["output_bias"] = False     # an mtkit model exported to hf comes back
+        del state["output_bias"]
+    joint = not separate and src_spm == tgt_spm
+    names = ("bpe.model", "bpe.model") if joint else ("source.model", "target.model")
+    meta = DataMeta(src_vocab_size=len(src.pieces), tgt_vocab_size=len(tgt.pieces), src_bpe=names[0],
+                    tgt_bpe=names[1], joint=joint, shared_ids=not separate and not joint,
+                    src_lang=str(tok.get("source_lang") or "src"),
+                    tgt_lang=str(tok.get("target_lang") or "tgt"),
+                    mtkit_version=__version__)
+    cfg = from_dict({"model": model, "decoding": decoding, "training": {"model_dir": str(output)},
+                     "data": {"src_lang": meta.src_lang, "tgt_lang": meta.tgt_lang}}, stored=True)
+    del hf_state  # its tensors that were copied (embeddings, q/k/v) go
+    with torch.device("meta"):  # names and shapes checked against the model, without allocating one
+        skeleton = build_model(cfg.model, meta.src_vocab_size, meta.tgt_vocab_size, meta.one_vocabulary())
+    try:
+        skeleton.load_state_dict(state, assign=True)
+    except RuntimeError as exc:
+        raise CheckpointError(f"{source}: the weights do not fit config.json "
+                              f"({str(exc).strip().splitlines()[0][:160]})") from None
+
+    def build(stage: Path) -> None:
+        (stage / names[0]).write_bytes(src_spm)
+        if not joint:
+            (stage / names[1]).write_bytes(tgt_spm)
+        for name in set(names):
+            Bpe(stage / name)  # sentencepiece reads it, with mtkit's special ids
+        save_config(cfg, stage / CONFIG_FILE)
+        write_meta(stage, meta)
+        save_checkpoint({"model": state, "config": to_dict(cfg), "vocab": meta.to_dict(),
+                         "step": 0, "epoch": 0, "metrics": {}, "imported_from": str(source.resolve())},
+                        stage / BEST)
+
+    return _staged(output, build)
+
+
+def _id(vocab: dict[str, Any], piece: str, source: Path) -> int:
+    if not isinstance(vocab.get(piece), int):
+        raise DataError(f"{source / 'vocab.json'}: no {piece} token")
+    return int(vocab[piece])
+
+
+def _check_positions(state: dict[str, torch.Tensor], dim: int, source: Path) -> None:
+    """Old ``save_pretrained`` files hold the sinusoid tables: they must be MarianMT's."""
+    for key in ("model.encoder.embed_positions.weight", "model.decoder.embed_positions.weight"):
+        if key in state:
+            table = state[key].float()
+            expected = marian_sinusoids(table.size(0), dim) if table.size(1) == dim else None
+            if expected is None or not torch.allclose(table, expected, atol=1e-5):
+                raise CheckpointError(f"{source}: {key} is not MarianMT's sinusoid table")
+
+
+# ------------------------------------------------------------------------------------------- export
+def export_hf(model: str | Path, output: str | Path, checkpoint: str = "best") -> Path:
+    """An mtkit model → a MarianMT directory at ``output`` that `transformers` loads by itself."""
+    output = Path(output)
+    _check_output(output)
+    file, model_dir = resolve_checkpoint(model, checkpoint)
+    saved = load_checkpoint(file)  # the tensors alone: no model is built, so no second copy is held
+    cfg = from_dict(saved["config"], stored=True)
+    meta = DataMeta.from_dict(saved["vocab"], str(file)) if saved.get("vocab") else read_meta(model_dir)
+    check_marian(cfg, meta)
+    m, state = cfg.model, saved["model"]
+    shared = meta.one_vocabulary() and m.share_all_embeddings and meta.src_vocab_size == meta.tgt_vocab_size
+    config, gen = hf_settings(m, cfg.decoding, meta.src_vocab_size, meta.tgt_vocab_size)
+    config["share_encoder_decoder_embeddings"] = shared
+    separate = not meta.one_vocabulary()
+    try:
+        tensors = to_hf(state, m, shared)
+    except KeyError as exc:
+        raise CheckpointError(f"{file}: no tensor {exc} (not a checkpoint of this model config)") from None
+    tok = {"tokenizer_class": "MarianTokenizer", "source_lang": meta.src_lang, "target_lang": meta.tgt_lang,
+           "separate_vocabs": separate, "model_max_length": 512, "unk_token": "<unk>", "eos_token": "</s>",
+           "pad_token": "<pad>"}
+
+    def build(stage: Path) -> None:
+        write_safetensors(stage / "model.safetensors", tensors)
+        for name, value in (("config.json", config), ("generation_config.json", gen),
+                            ("tokenizer_config.json", tok)):
+            text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+            (stage / name).write_text(text, encoding="utf-8")
+        for side, file in (("source", meta.src_bpe), ("target", meta.tgt_bpe)):
+            shutil.copyfile(model_dir / file, stage / f"{side}.spm")
+        vocabs = [("vocab.json", meta.src_bpe)] + ([("target_vocab.json", meta.tgt_bpe)] if separate else [])
+        for name, file in vocabs:
+            pieces = read_pieces((model_dir / file).read_bytes(), str(model_dir / file))
+            ids = {p.piece: i for i, p in enumerate(pieces)}
+            (stage / name).write_text(json.dumps(ids, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+    return _staged(output, build)
+
+
+def write_safetensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
+    """A safetensors file (an 8-byte header length, a JSON header, the raw little-endian float32 data),
+    written tensor by tensor from memory: ``safetensors.torch.save_file`` first copies every tensor to
+    bytes, which doubles an export's peak memory (docs/results.md)."""
+    if sys.byteorder != "little":
+        raise MtkitError("export --format hf writes safetensors' little-endian data on little-endian "
+                         "machines only")
+    header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
+    offset = 0
+    for name, t in tensors.items():
+        size = t.numel() * 4
+        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + size]}
+        offset += size
+    raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    raw += b" " * (-len(raw) % 8)  # the data starts 8-byte aligned
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(raw)) + raw)
+        for t in tensors.values():
+            f.write(memoryview(t.float().contiguous().numpy()).cast("B"))
+
+
+def check_marian(cfg: Any, meta: DataMeta) -> None:
+    """Refuse, in one line naming the setting to train with, a model MarianMT cannot represent."""
+    m = cfg.model
+    wanted = {"arch": "transformer", "norm": "post", "positions": "sinusoidal", "sinusoid_layout": "halves",
+              "source_eos": True}
+    for key, value in wanted.items():
+        if getattr(m, key) != value:
+            raise ConfigError(f"export --format hf: model.{key}={getattr(m, key)!r}; MarianMT needs "
+                              f"model.{key}: {str(value).lower()} (train with it; no other Transformers "
+                              "architecture represents this model exactly); nothing was written")
+    if meta.languages:
+        raise ConfigError("export --format hf: a multilingual model (data.corpora) has language tags that "
+                          "MarianTokenizer would not add; nothing was written")
+
+
+__all__ = ["check_marian", "export_hf", "import_hf"]

@@ -1,0 +1,359 @@
+"""`mtkit import-hf` and `mtkit export --format hf`: a MarianMT model imported into mtkit computes the
+logits `transformers` computes (to 1e-4, fp32) and searches to the tokens `generate` finds (greedy, and
+beam search under length_penalty 0, where both stop by the same rule); an mtkit model exported to hf
+does the same in `transformers`; mtkit → hf → mtkit gives back the same weights bit for bit; bad
+input is one line and nothing written.
+
+The MarianMT models are tiny and random, made here with ``MarianConfig`` (init_std 0.3 and a random
+final_logits_bias, so the logits are far apart and no argmax hangs on rounding), with sentencepiece
+models trained on a few hundred made-up sentences. Skipped where transformers is not installed
+(pip install 'mtkit[hf]'; `make install` and CI install it).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers",
+                                   reason="transformers is not installed: pip install 'mtkit[hf]'")
+import sentencepiece as spm  # noqa: E402
+
+from mtkit.checkpoint import save_checkpoint  # noqa: E402
+from mtkit.config.experiment import Config, DecodingConfig, ModelConfig, to_dict  # noqa: E402
+from mtkit.data.bpe import Bpe, train_bpe  # noqa: E402
+from mtkit.decode.loader import load_model  # noqa: E402
+from mtkit.decode.search import search  # noqa: E402
+from mtkit.errors import MtkitError  # noqa: E402
+from mtkit.hf import export_hf, import_hf  # noqa: E402
+from mtkit.models import build_model  # noqa: E402
+from mtkit.vocab import PAD_ID  # noqa: E402
+
+WORDS = ["the", "house", "is", "small", ".", "a", "cat", "sat", "on", "mat", "!", "where", "are", "you",
+         "going", "?", "we", "like", "green", "tea", "and", "bread", "every", "day", ",", "but", "not"]
+LINES = ["the cat sat on the mat .", "where are you going ?", "we like green tea", "a", "",
+         "every day , but not bread !"]
+MAX_LENGTH = 16
+
+
+def sentences(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 10))) for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def spms(tmp_path_factory) -> Path:
+    """Two sentencepiece models as Marian trains them (unk 0, bos 1, eos 2, no pad), unigram and bpe."""
+    root = tmp_path_factory.mktemp("spm")
+    for name, seed, kind in (("source", 0, "unigram"), ("target", 1, "bpe")):
+        corpus = root / f"{name}.txt"
+        corpus.write_text("\n".join(sentences(300, seed)) + "\n", encoding="utf-8")
+        spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(root / name), vocab_size=50,
+                                       model_type=kind, minloglevel=2, hard_vocab_limit=False)
+    return root
+
+
+def marian_dir(root: Path, spms: Path, activation: str = "swish", shared: bool = True, tied: bool = True,
+               scale: bool = True) -> Path:
+    """A random MarianMT checkpoint with its tokenizer and generation config, as save_pretrained writes."""
+    from transformers import GenerationConfig, MarianConfig, MarianMTModel, MarianTokenizer
+
+    pieces = []
+    for name in ("source", "target"):
+        sp = spm.SentencePieceProcessor(model_file=str(spms / f"{name}.model"))
+        pieces.append([sp.id_to_piece(i) for i in range(sp.get_piece_size()) if not sp.is_control(i)
+                       and not sp.is_unknown(i)])
+    def vocab(names: list[str]) -> dict[str, int]:
+        ordered = ["</s>", "<unk>"] + list(dict.fromkeys(names)) + ["<pad>"]
+        return {p: i for i, p in enumerate(ordered)}
+    src_vocab = vocab(pieces[0] + ([] if not shared else pieces[1]))
+    tgt_vocab = src_vocab if shared else vocab(pieces[1])
+    pad = len(tgt_vocab) - 1
+    cfg = MarianConfig(vocab_size=len(src_vocab), decoder_vocab_size=len(tgt_vocab), d_model=16,
+                       encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
+                       decoder_attention_heads=2, encoder_ffn_dim=24,
+                       decoder_ffn_dim=24, activation_function=activation, scale_embedding=scale,
+                       share_encoder_decoder_embeddings=shared, tie_word_embeddings=tied, pad_token_id=pad,
+                       decoder_start_token_id=pad, eos_token_id=0, forced_eos_token_id=0, init_std=0.3,
+                       max_position_embeddings=64, dropout=0.0)
+    torch.manual_seed(0)
+    model = MarianMTModel(cfg).eval()
+    with torch.no_grad():  # a bias towards </s>: outputs of several lengths
+        model.final_logits_bias.normal_()
+        model.final_logits_bias[0, 0] += 2.0
+    root.mkdir(parents=True)
+    model.save_pretrained(root)
+    GenerationConfig(bad_words_ids=[[pad]], num_beams=3, max_length=MAX_LENGTH, decoder_start_token_id=pad,
+                     eos_token_id=0, forced_eos_token_id=0, pad_token_id=pad).save_pretrained(root)
+    for name, value in (("vocab.json", src_vocab), ("target_vocab.json", tgt_vocab)):
+        if name == "vocab.json" or not shared:
+            (root / name).write_text(json.dumps(value), encoding="utf-8")
+    tok = MarianTokenizer(str(spms / "source.model"), str(spms / "target.model"), str(root / "vocab.json"),
+                          target_vocab_file=None if shared else str(root / "target_vocab.json"),
+                          separate_vocabs=not shared)
+    tok.save_pretrained(root)
+    return root
+
+
+def hf_pair(directory: Path) -> tuple:
+    from transformers import MarianMTModel, MarianTokenizer
+
+    return MarianMTModel.from_pretrained(directory).eval(), MarianTokenizer.from_pretrained(directory)
+
+
+def mtkit_ids(model_dir: Path, lines: list[str]) -> torch.Tensor:
+    """The padded source batch mtkit's translator builds (no EOS: the model appends it)."""
+    loaded = load_model(model_dir)
+    ids = Bpe(model_dir / loaded.meta.src_bpe).encode_ids(lines)
+    batch = torch.full((len(ids), max(map(len, ids))), PAD_ID, dtype=torch.long)
+    for i, row in enumerate(ids):
+        batch[i, :len(row)] = torch.tensor(row, dtype=torch.long)
+    return batch
+
+
+def hf_rows(model_dir: Path, side: str) -> list[int]:
+    """MarianMT's id of each mtkit id, read through the pieces (-1: the padding row MarianMT lacks)."""
+    loaded = load_model(model_dir)
+    bpe = Bpe(model_dir / (loaded.meta.src_bpe if side == "source" else loaded.meta.tgt_bpe))
+    return bpe.id_to_piece(list(range(len(bpe))))
+
+
+def compare(hf_dir: Path, model_dir: Path, beam: int) -> None:
+    """Tokenisation, logits (1e-4) and the search's tokens of the two implementations, in hf ids."""
+    model, tok = hf_pair(hf_dir)
+    loaded = load_model(model_dir)
+    vocab = tok.get_src_vocab()
+    tvocab = tok.target_encoder if tok.separate_vocabs else vocab  # get_tgt_vocab() fails in transformers 5
+    # an imported model's start token (mtkit's bos) is MarianMT's <pad>; its own pad row MarianMT lacks
+    special = {0: "", 2: "<pad>"} if "<s>" not in tvocab else {}
+    tgt_pieces = hf_rows(model_dir, "target")
+    to_hf = [tvocab.get(special.get(i, p), -1) for i, p in enumerate(tgt_pieces)]
+    src_pieces = hf_rows(model_dir, "source")
+    src_to_hf = [vocab.get(special.get(i, p), -1) for i, p in enumerate(src_pieces)]
+    lines = [x for x in LINES if x]
+    enc = tok(lines, return_tensors="pt", padding=True)
+    src = mtkit_ids(model_dir, lines)
+    for row, ids in zip(src.tolist(), enc.input_ids.tolist(), strict=True):
+        mine = [src_to_hf[i] for i in row if i != PAD_ID]
+        assert mine + [tok.eos_token_id] == [i for i in ids if i != tok.pad_token_id]
+    start = model.config.decoder_start_token_id
+    targets = [[start] + x[:5] for x in tok(text_target=lines).input_ids]
+    width = max(map(len, targets))
+    dec = torch.tensor([t + [start] * (width - len(t)) for t in targets])
+    from_hf = {h: m for m, h in enumerate(to_hf) if h >= 0}
+    tgt_in = torch.tensor([[from_hf[h] for h in row] for row in dec.tolist()])
+    with torch.no_grad():
+        theirs = model(input_ids=enc.input_ids, attention_mask=enc.attention_mask,
+                       decoder_input_ids=dec).logits
+        mine, _ = loaded.model(src, tgt_in)
+    real = torch.tensor([i for i, h in enumerate(to_hf) if h >= 0])
+    assert torch.allclose(mine[..., real], theirs[..., torch.tensor(to_hf)[real]], atol=1e-4, rtol=0)
+    decoding = DecodingConfig(**{**to_dict(loaded.config)["decoding"], "beam_size": beam,
+                                 "length_norm": "none"})
+    found = search(loaded.model, src, decoding)
+    with torch.no_grad():
+        out = model.generate(**enc, num_beams=beam, length_penalty=0.0, do_sample=False, early_stopping=False)
+    for hyps, row in zip(found, out.tolist(), strict=True):
+        generated = [i for i in row[1:] if i != model.config.pad_token_id]
+        assert [to_hf[t] for t in hyps[0].tokens] + [model.config.eos_token_id] == generated
+
+
+VARIANTS = {
+    "swish, shared, tied": {},
+    "relu, shared, untied, no scale": {"activation": "relu", "tied": False, "scale": False},
+    "gelu, separate vocabularies": {"activation": "gelu", "shared": False},
+    "gelu, separate, untied": {"activation": "gelu", "shared": False, "tied": False},
+}
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_imported_marian_model_computes_and_searches_as_transformers(variant, spms, tmp_path):
+    hf_dir = marian_dir(tmp_path / "hf", spms, **VARIANTS[variant])
+    model_dir = import_hf(hf_dir, tmp_path / "mtkit")
+    cfg = load_model(model_dir).config
+    assert (cfg.decoding.beam_size, cfg.decoding.max_len_b, cfg.decoding.max_len_a) == (3, MAX_LENGTH - 2, 0)
+    for beam in (1, 3):
+        compare(hf_dir, model_dir, beam)
+
+
+def mtkit_model(root: Path, spms: Path, **model) -> Path:
+    """A random mtkit post-norm model of the settings MarianMT can hold, in a model directory."""
+    root.mkdir(parents=True)
+    train_bpe([str(spms / "source.txt"), str(spms / "target.txt")], str(root / "bpe"), vocab_size=60)
+    size = len(Bpe(root / "bpe.model"))
+    cfg = Config()
+    settings = {"d_model": 16, "heads": 2, "d_ff": 24, "encoder_layers": 2, "decoder_layers": 2,
+                "dropout": 0.0, "sinusoid_layout": "halves", "source_eos": True, "activation": "swish",
+                **model}
+    cfg.model = ModelConfig(**settings)
+    cfg.decoding = DecodingConfig(beam_size=3, max_len_a=0.0, max_len_b=MAX_LENGTH - 2, length_norm="none",
+                                  min_len=0, eos_at_limit="free")
+    torch.manual_seed(1)
+    net = build_model(cfg.model, size, size, True)
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(torch.randn_like(p) * 0.3)
+    meta = {"src_lang": "en", "tgt_lang": "de", "joint": True, "src_bpe": "bpe.model", "tgt_bpe": "bpe.model",
+            "src_vocab_size": size, "tgt_vocab_size": size}
+    save_checkpoint({"model": net.state_dict(), "config": to_dict(cfg), "vocab": meta},
+                    root / "checkpoint_best.pt")
+    (root / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize("model", [{}, {"tie_embeddings": False, "embed_scale": False}])
+def test_export_runs_in_transformers_and_comes_back_bit_identical(model, spms, tmp_path):
+    original = mtkit_model(tmp_path / "orig", spms, **model)
+    hf_dir = export_hf(original, tmp_path / "hf")
+    compare(hf_dir, original, 1)
+    compare(hf_dir, original, 3)
+    back = import_hf(hf_dir, tmp_path / "back")
+    a, b = load_model(original), load_model(back)
+    sa, sb = a.model.state_dict(), b.model.state_dict()
+    assert set(sa) == set(sb) and all(torch.equal(sa[k], sb[k]) for k in sa)
+    assert a.config.model == b.config.model
+    src = mtkit_ids(original, LINES[:4])
+    for beam in (1, 3):
+        ours = search(a.model, src, a.config.decoding, beam_size=beam)
+        theirs = search(b.model, src, b.config.decoding, beam_size=beam)
+        assert [h[0].tokens for h in ours] == [h[0].tokens for h in theirs]
+
+
+@pytest.mark.parametrize("setting", [{"norm": "pre"}, {"source_eos": False}, {"positions": "learned"}])
+def test_a_setting_marian_lacks_is_refused_in_one_line_and_nothing_written(setting, spms, tmp_path):
+    model_dir = mtkit_model(tmp_path / "orig", spms, **setting)
+    with pytest.raises(MtkitError, match=f"model.{next(iter(setting))}"):
+        export_hf(model_dir, tmp_path / "hf")
+    assert not (tmp_path / "hf").exists() and not list(tmp_path.glob(".hf.*"))
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mtkit", *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("damage", ["not marian", "missing target.spm", "activation", "bad words",
+                                    "sampling"])
+def test_bad_input_is_one_line_and_nothing_written(damage, spms, tmp_path):
+    hf_dir = marian_dir(tmp_path / "hf", spms)
+    config = json.loads((hf_dir / "config.json").read_text())
+    if damage == "not marian":
+        config["model_type"] = "bart"
+    elif damage == "activation":
+        config["activation_function"] = "tanh"
+    elif damage == "missing target.spm":
+        (hf_dir / "target.spm").unlink()
+    else:
+        gen = json.loads((hf_dir / "generation_config.json").read_text())
+        gen.update({"bad_words_ids": [[5]]} if damage == "bad words" else {"do_sample": True})
+        (hf_dir / "generation_config.json").write_text(json.dumps(gen))
+    (hf_dir / "config.json").write_text(json.dumps(config))
+    fragment = {"not marian": "model_type", "missing target.spm": "target.spm",
+                "activation": "activation_function",
+                "bad words": "bad_words_ids", "sampling": "do_sample"}[damage]
+    with pytest.raises(MtkitError, match=fragment):
+        import_hf(hf_dir, tmp_path / "out")
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out.*"))
+
+
+def test_cli_import_refuses_a_directory_that_is_not_marian_in_one_line(tmp_path):
+    (tmp_path / "empty").mkdir()
+    done = run("import-hf", str(tmp_path / "empty"), "-o", str(tmp_path / "out"))
+    lines = [x for x in done.stderr.splitlines() if x.strip()]
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert len(lines) == 1 and "config.json" in lines[0], done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_imported_model_translates_text_as_generate_does_with_torch_and_ct2(spms, tmp_path):
+    """Whole stages: the Translator's text equals `generate` decoded by MarianTokenizer (with the target
+    sentencepiece model); after `mtkit export` the ct2 engine gives the same text; alignments cover the
+    source's own tokens (the appended EOS is not one of them)."""
+    from mtkit.decode.translator import Translator
+
+    hf_dir = marian_dir(tmp_path / "hf", spms)
+    model_dir = import_hf(hf_dir, tmp_path / "mtkit")
+    model, tok = hf_pair(hf_dir)
+    lines = [x for x in LINES if x]
+    with torch.no_grad():
+        out = model.generate(**tok(lines, return_tensors="pt", padding=True))  # its own generation config
+    expected = tok.batch_decode(out, skip_special_tokens=True, use_source_tokenizer=False)
+    torch_engine = Translator(model_dir, device="cpu", threads=1, precision="fp32")
+    assert torch_engine.translate(lines) == expected
+    found = torch_engine.translate_hypotheses(lines, need_attention=True)
+    for t in found:
+        attention = t.hypotheses[0].attention
+        assert attention is not None and attention.shape[-1] == len(t.source_tokens)
+    pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed: pip install 'mtkit[ct2]'")
+    from mtkit.export import run_export
+
+    exported = run_export(model_dir, tmp_path / "ct2")
+    ct2_engine = Translator(exported, device="cpu", threads=1, precision="fp32", beam_size=1)
+    assert ct2_engine.translate(lines) == Translator(model_dir, device="cpu", threads=1, precision="fp32",
+                                                     beam_size=1).translate(lines)
+
+
+def test_fine_tune_an_imported_model_then_export_it_back(spms, tmp_path):
+    """The flow of docs/hf.md: import, prepare new data with the imported tokenizers (bpe.model_from),
+    `train --init-from` for a few updates, export to hf: the fine-tune keeps the shared embeddings and
+    the untrained output bias, learns, and `transformers` computes what mtkit computes."""
+    from mtkit.config.experiment import from_dict
+    from mtkit.data.meta import read_meta
+    from mtkit.data.prepare import prepare
+    from mtkit.train.trainer import train
+
+    hf_dir = marian_dir(tmp_path / "hf", spms)
+    parent = import_hf(hf_dir, tmp_path / "parent")
+    for split, n, seed in (("train", 60, 5), ("dev", 8, 6)):
+        text = sentences(n, seed)
+        (tmp_path / f"{split}.en").write_text("\n".join(text) + "\n", encoding="utf-8")
+        (tmp_path / f"{split}.de").write_text("\n".join(reversed(text)) + "\n", encoding="utf-8")
+    cfg = from_dict({
+        "data": {"train_src": str(tmp_path / "train.en"), "train_tgt": str(tmp_path / "train.de"),
+                 "dev_src": str(tmp_path / "dev.en"), "dev_tgt": str(tmp_path / "dev.de"),
+                 "dir": str(tmp_path / "data")},
+        "bpe": {"joint": False, "model_from": str(parent)},
+        "training": {"model_dir": str(tmp_path / "tuned"), "init_from": str(parent), "max_steps": 4,
+                     "validate_every": 4, "max_tokens": 300, "threads": 1, "device": "cpu",
+                     "valid_metric": "loss", "precision": "fp32"},
+        # generate's limits (a fine-tune takes its decoding section from its own config)
+        "decoding": {"max_len_a": 0, "max_len_b": MAX_LENGTH - 2, "min_len": 0, "eos_at_limit": "free"},
+    })
+    prepare(cfg)
+    assert read_meta(tmp_path / "data").shared_ids
+    train(cfg)
+    before, after = load_model(parent), load_model(tmp_path / "tuned")
+    assert after.model.src_embed is after.model.tgt_embed  # still one matrix, as in MarianMT
+    assert torch.equal(before.model.output_bias, after.model.output_bias)  # a buffer: never trained
+    assert not torch.equal(before.model.tgt_embed.weight, after.model.tgt_embed.weight)
+    exported = export_hf(tmp_path / "tuned", tmp_path / "tuned-hf")
+    compare(exported, tmp_path / "tuned", 1)
+    compare(exported, tmp_path / "tuned", 3)
+
+
+def test_cli_export_hf_refuses_mtkit_default_positions_in_one_line(spms, tmp_path):
+    """mtkit's default interleaved sinusoids are not MarianMT's: the command names the setting to train
+    with, exits non-zero, and writes nothing."""
+    model_dir = mtkit_model(tmp_path / "orig", spms, sinusoid_layout="interleaved")
+    done = run("export", "-m", str(model_dir), "-o", str(tmp_path / "hf"), "--format", "hf")
+    lines = [x for x in done.stderr.splitlines() if x.strip()]
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert len(lines) == 1 and "model.sinusoid_layout: halves" in lines[0], done.stderr
+    assert not (tmp_path / "hf").exists() and not list(tmp_path.glob(".hf.*"))
+
+
+def test_an_output_that_holds_something_is_never_overwritten(spms, tmp_path):
+    hf_dir = marian_dir(tmp_path / "hf", spms)
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "notes.txt").write_text("mine")
+    with pytest.raises(MtkitError, match="not an empty directory"):
+        import_hf(hf_dir, taken)
+    with pytest.raises(MtkitError, match="not an empty directory"):
+        export_hf(import_hf(hf_dir, tmp_path / "mtkit"), taken)
+    assert [p.name for p in taken.iterdir()] == ["notes.txt"] and (taken / "notes.txt").read_text() == "mine"

@@ -36,6 +36,7 @@ from mtkit.decode.glossary import Glossary
 from mtkit.decode.translation import Candidate, Translation, one_line
 from mtkit.decode.translator import LoadOptions, SearchOptions, Translator, _options_from
 from mtkit.errors import ConfigError, MtkitError
+from mtkit.textio import chunked
 
 NO_NBEST = ("--nbest: a pivoted translation has one candidate per line (the second leg's n-best of the "
             "first leg's best is no n-best of the pair); translate without --pivot for n-best lists")
@@ -173,15 +174,10 @@ class PivotTranslator:
     def translate_stream(self, lines: Iterable[str], chunk_size: int = 1000, need_attention: bool = False,
                          name: str = "<input>") -> Iterator[Translation]:
         """Chunk by chunk, as `Translator.translate_stream`: each chunk goes through both legs."""
-        chunk: list[str] = []
         start = 0
-        for line in lines:
-            chunk.append(line)
-            if len(chunk) >= chunk_size:
-                yield from self.translate_chunk(chunk, start, need_attention, name)
-                start, chunk = start + len(chunk), []
-        if chunk:
+        for chunk in chunked(lines, chunk_size):
             yield from self.translate_chunk(chunk, start, need_attention, name)
+            start += len(chunk)
 
     def translate_chunk(self, lines: list[str], start: int = 0, need_attention: bool = False,
                         name: str = "<input>", constraints: Sequence[Sequence[str]] | None = None

@@ -49,7 +49,7 @@ from mtkit.decode.translation import (
 from mtkit.device import thread_count
 from mtkit.errors import ConfigError, MtkitError
 from mtkit.options import LoadOptions, SearchOptions
-from mtkit.textio import warn
+from mtkit.textio import chunked, warn
 
 
 def _options_from(kwargs: dict[str, Any], load: LoadOptions | None,
@@ -249,16 +249,10 @@ class Translator:
                          name: str = "<input>") -> Iterator[Translation]:
         """Translate an iterable of lines chunk by chunk, yielding one ``Translation`` per line in
         order. ``chunk_size`` 1 answers each line as soon as it is read (interactive use)."""
-        chunk: list[str] = []
         start = 0
-        for line in lines:
-            chunk.append(line)
-            if len(chunk) >= chunk_size:
-                yield from self.translate_chunk(chunk, start, need_attention, name)
-                start += len(chunk)
-                chunk = []
-        if chunk:
+        for chunk in chunked(lines, chunk_size):
             yield from self.translate_chunk(chunk, start, need_attention, name)
+            start += len(chunk)
 
     def translate_chunk(self, lines: list[str], start: int = 0, need_attention: bool = False,
                         name: str = "<input>", constraints: Sequence[Sequence[str]] | None = None

@@ -5,6 +5,7 @@ No mtkit import here: this is what a user with only `transformers` runs (docs/re
     python bench/hf_flow.py generate HF_DIR -i test.en -o hyp.de [--beam 1] [--batch-size 32] [--threads 2]
     python bench/hf_flow.py generate HF_DIR -i test.sent.en --join test.sent.en.count -o hyp.de
     python bench/hf_flow.py compare A B --ref test.de        # BLEU of both, identical lines
+    python bench/hf_flow.py rescore HF_DIR A B --src test.en --count test.sent.en.count
 
 `mtkit translate` cuts every line into sentences and joins their translations with a space; `generate`
 translates a line as it stands. For the same inputs, cut the file first with `bench/hf_segment.py`
@@ -83,6 +84,35 @@ def compare(args: argparse.Namespace) -> dict:
             "delta": round(bleu["a"] - bleu["b"], 2), "identical": same, "lines": len(a)}
 
 
+def rescore(args: argparse.Namespace) -> dict:
+    """Where A and B differ on a line of one sentence: the model's mean log-probability per target token
+    (EOS included) of each, by teacher forcing in `transformers` (the texts re-tokenised)."""
+    import torch
+    from transformers import MarianMTModel, MarianTokenizer
+
+    torch.set_num_threads(args.threads)
+    model = MarianMTModel.from_pretrained(args.model).eval()
+    tok = MarianTokenizer.from_pretrained(args.model)
+    a = Path(args.a).read_text(encoding="utf-8").splitlines()
+    b = Path(args.b).read_text(encoding="utf-8").splitlines()
+    src = Path(args.src).read_text(encoding="utf-8").splitlines()
+    counts = [int(n) for n in Path(args.count).read_text(encoding="utf-8").split()]
+
+    def mean_logprob(x: str, y: str) -> tuple[float, int]:
+        labels = tok(text_target=[y], return_tensors="pt").input_ids
+        with torch.inference_mode():
+            logp = model(**tok([x], return_tensors="pt"), labels=labels).logits.log_softmax(-1)
+        return logp[0].gather(-1, labels[0][:, None]).mean().item(), labels.shape[1]
+
+    found = [(mean_logprob(src[i], a[i]), mean_logprob(src[i], b[i]))
+             for i in range(len(a)) if a[i] != b[i] and counts[i] == 1]
+    n = max(len(found), 1)
+    return {"differing_one_sentence_lines": len(found), "a_higher": sum(x[0] > y[0] for x, y in found),
+            "b_higher": sum(y[0] > x[0] for x, y in found),
+            "mean_tokens_a": round(sum(x[1] for x, _ in found) / n, 1),
+            "mean_tokens_b": round(sum(y[1] for _, y in found) / n, 1)}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -102,8 +132,15 @@ def main() -> None:
     c.add_argument("a")
     c.add_argument("b")
     c.add_argument("--ref", required=True)
+    r = sub.add_parser("rescore")
+    r.add_argument("model")
+    r.add_argument("a")
+    r.add_argument("b")
+    r.add_argument("--src", required=True)
+    r.add_argument("--count", required=True, help="bench/hf_segment.py's count file of --src")
+    r.add_argument("--threads", type=int, default=2)
     args = p.parse_args()
-    print(json.dumps(generate(args) if args.cmd == "generate" else compare(args)))
+    print(json.dumps({"generate": generate, "compare": compare, "rescore": rescore}[args.cmd](args)))
 
 
 if __name__ == "__main__":

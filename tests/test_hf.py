@@ -357,3 +357,41 @@ def test_an_output_that_holds_something_is_never_overwritten(spms, tmp_path):
     with pytest.raises(MtkitError, match="not an empty directory"):
         export_hf(import_hf(hf_dir, tmp_path / "mtkit"), taken)
     assert [p.name for p in taken.iterdir()] == ["notes.txt"] and (taken / "notes.txt").read_text() == "mine"
+
+
+def test_bench_hf_flow_generate_finds_what_mtkit_translate_finds(spms, tmp_path):
+    """bench/hf_flow.py (the realistic flow of docs/results.md, 2026-11-27): `generate` with only the
+    export's generation_config and num_beams, batched by length, on the sentences mtkit cuts the lines
+    into (bench/hf_segment.py) and joined back (--join), writes the text `mtkit translate` writes,
+    greedy and beam; `compare` counts the identical lines."""
+    from mtkit.decode.translator import Translator
+
+    model_dir = mtkit_model(tmp_path / "orig", spms)
+    hf_dir = export_hf(model_dir, tmp_path / "hf")
+    lines = [x for x in LINES if x] + sentences(20, 7) + ["the cat sat . Where are you going ?"]
+    src = tmp_path / "src.txt"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    bench = Path(__file__).resolve().parents[1] / "bench"
+    sent = tmp_path / "src.sent.txt"
+    done = subprocess.run([sys.executable, str(bench / "hf_segment.py"), str(src), "-o", str(sent)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["lines_cut"] >= 2  # ". are and …", "… sat . Where …"
+    for beam in (1, 3):
+        out = tmp_path / f"hf.{beam}.txt"
+        done = subprocess.run([sys.executable, str(bench / "hf_flow.py"), "generate", str(hf_dir), "-i",
+                               str(sent), "--join", f"{sent}.count", "-o", str(out), "--beam", str(beam),
+                               "--batch-size", "4", "--threads", "1"],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["lines"] == len(lines)
+        engine = Translator(model_dir, device="cpu", threads=1, precision="fp32", beam_size=beam)
+        ours = engine.translate(lines)
+        assert out.read_text(encoding="utf-8").splitlines() == ours
+    mine = tmp_path / "mine.txt"
+    mine.write_text("\n".join(ours) + "\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, str(bench / "hf_flow.py"), "compare", str(out), str(mine), "--ref",
+                           str(src)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["identical"] == result["lines"] == len(lines) and result["delta"] == 0

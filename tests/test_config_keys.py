@@ -235,6 +235,7 @@ CASES: dict[str, list[Case]] = {
     "decoding.max_len_b": dec(2),
     "decoding.min_len": dec(8),
     "decoding.eos_at_limit": dec("free"),
+    "decoding.beam_stop": [Case("search_many", "so_far", {"decoding.length_norm": "average"})],
     "decoding.no_repeat_ngram": dec(1),
     "decoding.max_input_tokens": [Case("translate", 8)],
     "decoding.temperature": dec(3.0),
@@ -269,7 +270,7 @@ RUN_BASE = {**TINY_T, "data.dir": "{data}", "training.model_dir": "{root}/model"
             "decoding.max_len_a": 1.0, "decoding.max_len_b": 5}
 PROBE_BASE: dict[str, dict[str, Any]] = {
     "model": {},
-    "search": {**TINY_T},
+    "search": {**TINY_T}, "search_many": {**TINY_T},
     "translate": {},
     "schedule": {"training.schedule": "constant", "training.warmup_steps": 0},
     "run": RUN_BASE, "crash": RUN_BASE, "nan": RUN_BASE,
@@ -320,6 +321,18 @@ def probe_search(cfg: Any, dotted: dict, root: Path, env: Env) -> Any:
     generator = torch.Generator().manual_seed(0)
     samples = search(model, src, cfg.decoding, nbest=4, sample=True, generator=generator)
     return [[(h.tokens, h.score) for h in hyps] for hyps in beam + samples]
+
+
+def probe_search_many(cfg: Any, dotted: dict, root: Path, env: Env) -> Any:
+    """Beam search over 64 sources: where a rare choice (when a sentence stops) decides some. The
+    weights are perturbed so that sentences end (an initial model runs to the length limit)."""
+    torch.manual_seed(0)
+    model = build_model(cfg.model, V, V, joint_vocab=True).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.5)
+    src = _tokens(5, tuple(2 + n % 7 for n in range(64)))
+    return [[(h.tokens, h.score) for h in hyps] for hyps in search(model, src, cfg.decoding)]
 
 
 def probe_translate(cfg: Any, dotted: dict, root: Path, env: Env) -> Any:
@@ -400,9 +413,9 @@ def probe_prepare(cfg: Any, dotted: dict, root: Path, env: Env) -> Any:
     return {"pieces": pieces, "shards": shards, "meta": described, "files": _files(root)}
 
 
-PROBES = {"model": probe_model, "search": probe_search, "translate": probe_translate,
-          "schedule": probe_schedule, "run": probe_run, "crash": probe_crash, "nan": probe_nan,
-          "prepare": probe_prepare}
+PROBES = {"model": probe_model, "search": probe_search, "search_many": probe_search_many,
+          "translate": probe_translate, "schedule": probe_schedule, "run": probe_run, "crash": probe_crash,
+          "nan": probe_nan, "prepare": probe_prepare}
 
 
 def _expand(dotted: dict[str, Any], **places: Path) -> dict[str, Any]:

@@ -124,8 +124,11 @@ def hf_rows(model_dir: Path, side: str) -> list[int]:
     return bpe.id_to_piece(list(range(len(bpe))))
 
 
-def compare(hf_dir: Path, model_dir: Path, beam: int) -> None:
-    """Tokenisation, logits (1e-4) and the search's tokens of the two implementations, in hf ids."""
+def compare(hf_dir: Path, model_dir: Path, beam: int, length_penalty: float = 0.0,
+            lines: list[str] | None = None) -> None:
+    """Tokenisation, logits (1e-4) and the search's tokens of the two implementations, in hf ids;
+    ``length_penalty`` 1.0: generate's default, mtkit's average with the model's beam_stop (an imported
+    model's is so_far, generate's stopping bound)."""
     model, tok = hf_pair(hf_dir)
     loaded = load_model(model_dir)
     vocab = tok.get_src_vocab()
@@ -136,7 +139,7 @@ def compare(hf_dir: Path, model_dir: Path, beam: int) -> None:
     to_hf = [tvocab.get(special.get(i, p), -1) for i, p in enumerate(tgt_pieces)]
     src_pieces = hf_rows(model_dir, "source")
     src_to_hf = [vocab.get(special.get(i, p), -1) for i, p in enumerate(src_pieces)]
-    lines = [x for x in LINES if x]
+    lines = [x for x in lines or LINES if x]
     enc = tok(lines, return_tensors="pt", padding=True)
     src = mtkit_ids(model_dir, lines)
     for row, ids in zip(src.tolist(), enc.input_ids.tolist(), strict=True):
@@ -155,10 +158,11 @@ def compare(hf_dir: Path, model_dir: Path, beam: int) -> None:
     real = torch.tensor([i for i, h in enumerate(to_hf) if h >= 0])
     assert torch.allclose(mine[..., real], theirs[..., torch.tensor(to_hf)[real]], atol=1e-4, rtol=0)
     decoding = DecodingConfig(**{**to_dict(loaded.config)["decoding"], "beam_size": beam,
-                                 "length_norm": "none"})
+                                 "length_norm": "average" if length_penalty else "none"})
     found = search(loaded.model, src, decoding)
     with torch.no_grad():
-        out = model.generate(**enc, num_beams=beam, length_penalty=0.0, do_sample=False, early_stopping=False)
+        out = model.generate(**enc, num_beams=beam, length_penalty=length_penalty, do_sample=False,
+                             early_stopping=False)
     for hyps, row in zip(found, out.tolist(), strict=True):
         generated = [i for i in row[1:] if i != model.config.pad_token_id]
         assert [to_hf[t] for t in hyps[0].tokens] + [model.config.eos_token_id] == generated
@@ -180,6 +184,8 @@ def test_imported_marian_model_computes_and_searches_as_transformers(variant, sp
     assert (cfg.decoding.beam_size, cfg.decoding.max_len_b, cfg.decoding.max_len_a) == (3, MAX_LENGTH - 2, 0)
     for beam in (1, 3):
         compare(hf_dir, model_dir, beam)
+    # generate's default length_penalty 1.0: its stopping bound too, on lines where the bound decides
+    compare(hf_dir, model_dir, 3, length_penalty=1.0, lines=sentences(300, 7))
 
 
 def mtkit_model(root: Path, spms: Path, **model) -> Path:

@@ -367,7 +367,9 @@ def _sentences_done(b: _Beams, cont: _Continuations, t: int, cfg: DecodingConfig
     gnmt) the best live beam, were it to end now, would not beat the worst of them."""
     has_k = b.worst > NEG_INF
     if cfg.length_norm != "gnmt":
-        has_k = has_k & (b.worst >= normalise(cont.scores[:, 0], t + 2, cfg))
+        # its length if it ended now (t + 1 tokens and EOS), or, as generate, its length so far
+        length = t + (2 if cfg.beam_stop == "ended" else 1)
+        has_k = has_k & (b.worst >= normalise(cont.scores[:, 0], length, cfg))
     # under the GNMT penalty a live beam's normalised score keeps rising with length, so that
     # bound ran every sentence to its length limit (measured: 4.5 sent/s at beam 5); there a
     # sentence stops at K finished hypotheses, as in fairseq

@@ -131,7 +131,8 @@ def decoding_settings(gen: dict[str, Any], pad: int, start: int, where: str) -> 
     return {"beam_size": int(gen.get("num_beams", 1)), "length_norm": "none" if lp == 0.0 else "average",
             "max_len_a": 0.0, "max_len_b": max_length - 2,
             "min_len": max(int(gen.get("min_length", 0)) - 1, 0),
-            "no_repeat_ngram": int(gen.get("no_repeat_ngram_size", 0) or 0), "eos_at_limit": "free"}
+            "no_repeat_ngram": int(gen.get("no_repeat_ngram_size", 0) or 0), "eos_at_limit": "free",
+            "beam_stop": "so_far"}
 
 
 def hf_settings(model: Any, decoding: Any, src_size: int, tgt_size: int

@@ -88,35 +88,11 @@ def multilingual_model(root: Path, seed: int = 3, pairs: tuple[tuple[str, str], 
         ("en", "de"), ("en", "es"), ("de", "en"), ("es", "en")), **decoding) -> Path:
     """A tiny random multilingual model directory (source tags, `mtkit.data.corpora`) trained, says
     its meta.json, on ``pairs``: as `mtkit prepare` and `mtkit train` would leave it, untrained."""
-    import random
-
-    import torch
-
-    from mtkit.config.experiment import Config, ModelConfig, to_dict
-    from mtkit.data.bpe import Bpe, train_bpe
     from mtkit.data.corpora import tag
-    from mtkit.models import build_model
 
-    root.mkdir(parents=True, exist_ok=True)
-    rng = random.Random(seed)
     languages = sorted({lang for pair in pairs for lang in pair})
-    (root / "corpus.txt").write_text("\n".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12)))
-                                               for _ in range(400)) + "\n", encoding="utf-8")
-    train_bpe([str(root / "corpus.txt")], str(root / "bpe"), vocab_size=64,
-              symbols=[tag(x) for x in languages])
-    size = len(Bpe(root / "bpe.model"))
-    cfg = Config()
-    cfg.model = ModelConfig(arch="transformer", d_model=32, heads=4, d_ff=64, encoder_layers=2,
-                            decoder_layers=2, dropout=0.0)
-    for key, value in {"beam_size": 3, "max_len_a": 1.0, "max_len_b": 4, **decoding}.items():
-        setattr(cfg.decoding, key, value)
-    meta = {"src_lang": pairs[0][0], "tgt_lang": pairs[0][1], "joint": True, "src_bpe": "bpe.model",
-            "tgt_bpe": "bpe.model", "src_vocab_size": size, "tgt_vocab_size": size,
+    meta = {"src_lang": pairs[0][0], "tgt_lang": pairs[0][1],
             "languages": {"tag": "source", "src": sorted({s for s, _ in pairs}),
                           "tgt": sorted({t for _, t in pairs}), "pairs": [list(p) for p in pairs]}}
-    torch.manual_seed(seed)
-    model = build_model(cfg.model, size, size, True)
-    save_checkpoint({"model": model.state_dict(), "config": to_dict(cfg), "vocab": meta},
-                    root / "checkpoint_best.pt")
-    (root / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
-    return root
+    return make_model_dir(root, seed=seed, symbols=tuple(tag(x) for x in languages), meta=meta,
+                          **{"beam_size": 3, "max_len_a": 1.0, "max_len_b": 4, **decoding})

@@ -29,15 +29,17 @@ WORDS = ["the", "house", "is", "small", ".", "a", "cat", "sat", "on", "mat", "!"
 
 
 def make_model_dir(root: Path, arch: str = "transformer", seed: int = 0, vocab_size: int = 64,
-                   data_max_len: int | None = None, model: dict | None = None, **decoding) -> Path:
+                   data_max_len: int | None = None, model: dict | None = None,
+                   symbols: tuple[str, ...] = (), meta: dict | None = None, **decoding) -> Path:
     """A model directory as `mtkit train` writes it, with a random tiny model (trained, says its
-    config, on sentences of at most ``data_max_len`` subwords)."""
+    config, on sentences of at most ``data_max_len`` subwords); ``symbols`` are whole BPE pieces (language
+    tags), ``meta`` replaces entries of meta.json (a multilingual model's languages)."""
     root.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     text = root / "corpus.txt"
     text.write_text("\n".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12)))
                               for _ in range(400)) + "\n", encoding="utf-8")
-    train_bpe([str(text)], str(root / "bpe"), vocab_size=vocab_size)
+    train_bpe([str(text)], str(root / "bpe"), vocab_size=vocab_size, symbols=list(symbols))
     size = len(Bpe(root / "bpe.model"))
     cfg = Config()
     cfg.model = ModelConfig(arch=arch, d_model=32, heads=4, d_ff=64, encoder_layers=2, decoder_layers=2,
@@ -47,7 +49,7 @@ def make_model_dir(root: Path, arch: str = "transformer", seed: int = 0, vocab_s
     if data_max_len is not None:
         cfg.data.max_len = data_max_len
     meta = {"src_lang": "en", "tgt_lang": "de", "joint": True, "src_bpe": "bpe.model", "tgt_bpe": "bpe.model",
-            "src_vocab_size": size, "tgt_vocab_size": size}
+            "src_vocab_size": size, "tgt_vocab_size": size, **(meta or {})}
     torch.manual_seed(seed)
     model = build_model(cfg.model, size, size, True)
     save_checkpoint({"model": model.state_dict(), "config": to_dict(cfg), "vocab": meta},

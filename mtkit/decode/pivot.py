@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,6 @@ from mtkit.decode.glossary import Glossary
 from mtkit.decode.translation import Candidate, Translation, one_line
 from mtkit.decode.translator import LoadOptions, SearchOptions, Translator, _options_from
 from mtkit.errors import ConfigError, MtkitError
-from mtkit.textio import chunked
 
 NO_NBEST = ("--nbest: a pivoted translation has one candidate per line (the second leg's n-best of the "
             "first leg's best is no n-best of the pair); translate without --pivot for n-best lists")
@@ -171,13 +170,8 @@ class PivotTranslator:
     def translate_hypotheses(self, lines: list[str], need_attention: bool = False) -> list[Translation]:
         return self.translate_chunk(list(lines), need_attention=need_attention)
 
-    def translate_stream(self, lines: Iterable[str], chunk_size: int = 1000, need_attention: bool = False,
-                         name: str = "<input>") -> Iterator[Translation]:
-        """Chunk by chunk, as `Translator.translate_stream`: each chunk goes through both legs."""
-        start = 0
-        for chunk in chunked(lines, chunk_size):
-            yield from self.translate_chunk(chunk, start, need_attention, name)
-            start += len(chunk)
+    # chunk by chunk, each chunk through both legs: Translator's own loop over ``translate_chunk``
+    translate_stream = Translator.translate_stream
 
     def translate_chunk(self, lines: list[str], start: int = 0, need_attention: bool = False,
                         name: str = "<input>", constraints: Sequence[Sequence[str]] | None = None

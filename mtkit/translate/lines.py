@@ -171,7 +171,7 @@ def _run_chunks(model: str | Path, load: LoadOptions, search: SearchOptions, out
         heads = translator.backend.num_attention_heads
         if not -heads <= head < heads:
             raise ConfigError(f"--attention-head {head}: the model has {heads} heads (0..{heads - 1})")
-    m = (translator.second if isinstance(translator, PivotTranslator) else translator).config.model
+    m = (translator.second if pivoted else translator).config.model  # the last leg writes the text
     if out.attention_plot is not None and m.arch == "rnn" and m.attention == "none":
         raise ConfigError("--attention-plot: this RNN has no attention (model.attention: none), so "
                           "there is nothing to plot")

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import itertools
 import json
+import math
 import random
 import shutil
 import subprocess
@@ -260,47 +262,92 @@ def test_every_sentence_keeps_its_own_length_limit(trained, beam):
 
 
 class _Counting:
-    """A CTranslate2 translator that counts its score_batch calls (the forced-EOS pass) and records the
-    length limit each searched sentence was given."""
+    """A CTranslate2 translator that counts its score_batch calls (the forced-EOS pass) and records
+    each search call: the length limit and the sources' lengths."""
 
     def __init__(self, inner):
-        self.inner, self.scored, self.limits = inner, 0, []
+        self.inner, self.scored, self.calls = inner, 0, []
 
     def score_batch(self, *args, **kwargs):
         self.scored += 1
         return self.inner.score_batch(*args, **kwargs)
 
     def translate_batch(self, source, **kwargs):
-        self.limits += [(len(pieces), kwargs["max_decoding_length"]) for pieces in source]
+        self.calls.append((kwargs["max_decoding_length"], [len(pieces) for pieces in source]))
         return self.inner.translate_batch(source, **kwargs)
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
 
 
+def _counted(exported, **options):
+    tr = exact(exported, **options)
+    tr.backend.translator = _Counting(tr.backend.translator)
+    return tr, tr.backend.translator
+
+
 @needs_ct2
 @pytest.mark.parametrize("beam", [1, 3])
-def test_each_sentence_is_searched_once_with_its_own_limit_and_scored_only_where_read(trained, beam):
-    """Every sentence goes to CTranslate2 once, with its own length limit (sentences of one limit
-    share an asynchronous call; a batch once ran to its longest sentence's limit and searched again
-    those that ran past their own). Without --scores/--json/--nbest (SearchOptions.scores False) a
-    hypothesis cut at the limit is not scored again, except where the forced EOS ranks a beam's
-    hypotheses; the text is the same either way."""
+@pytest.mark.parametrize("limit", ["short", "usual"])
+def test_sentences_of_close_limits_share_a_search_and_get_what_their_own_limit_gives(trained, beam, limit):
+    """Sentences whose length limits are within 1.25x go to CTranslate2 as one call at the highest
+    (a call per limit cut a server's batches into calls of one or two sentences), yet each gets
+    exactly what a search alone, with its own limit, gives: a greedy hypothesis is cut at its own
+    limit and scored again; a beam search that ran on to its own limit is searched again with it.
+    Scores equal too (fp32, one thread: no batch effects)."""
+    _, exported, lines = trained
+    overrides = ["decoding.max_len_a=0.5", "decoding.max_len_b=1"] if limit == "short" else []
+    alone = exact(exported, beam_size=beam, overrides=overrides)
+    reference = [alone.translate_hypotheses([line])[0] for line in lines]
+    together, counting = _counted(exported, beam_size=beam, overrides=overrides)
+    found = together.translate_hypotheses(lines)
+    for a, b in zip(reference, found, strict=True):
+        assert b.hypotheses[0].token_ids == a.hypotheses[0].token_ids
+        assert b.hypotheses[0].log_prob == pytest.approx(a.hypotheses[0].log_prob, abs=1e-4)
+    cfg = together.decoding
+    own = {n: math.floor(n * cfg.max_len_a + cfg.max_len_b) for _, ns in counting.calls for n in ns}
+    sizes = list(itertools.accumulate(len(ns) for _, ns in counting.calls))
+    first, again = counting.calls[: sizes.index(len(lines)) + 1], counting.calls[sizes.index(len(lines)) + 1:]
+    assert len(first) < len({own[n] for _, ns in first for n in ns})  # fewer calls than limits
+    for call_limit, ns in first:
+        assert all(own[n] <= call_limit <= 1.25 * own[n] for n in ns)
+    if beam == 1:  # cut at its own limit
+        assert not again
+    else:  # those that ran on to their own limit, again with it (most where the limits are short)
+        assert sum(len(ns) for _, ns in again) < len(lines)
+        assert bool(again) or limit == "usual"
+        assert all(call_limit == own[n] for call_limit, ns in again for n in ns)
+
+
+@needs_ct2
+@pytest.mark.parametrize("beam", [1, 3])
+def test_a_score_is_computed_again_only_where_it_is_read(trained, beam):
+    """Without --scores/--json/--nbest (SearchOptions.scores False) a hypothesis cut at the limit is
+    not scored again (neither its forced EOS nor, for greedy search cut shorter than found, its
+    tokens), except where the scores rank a beam's hypotheses; the text is the same either way."""
     _, exported, lines = trained
     overrides = ["decoding.max_len_a=0.5", "decoding.max_len_b=1"]  # most sentences reach the limit
     runs = {}
     for scores in (True, False):
-        tr = exact(exported, beam_size=beam, overrides=overrides, scores=scores)
-        tr.backend.translator = _Counting(tr.backend.translator)
-        counting = tr.backend.translator
-        runs[scores] = (tr.translate(lines), counting.scored, sorted(counting.limits))
-    searched = runs[False][2]
-    assert runs[False][0] == runs[True][0] and runs[True][2] == searched
-    assert len(searched) == len(lines)  # once each (no line here is split)
-    assert all(limit == length // 2 + 1 for length, limit in searched)  # floor(0.5 n + 1), its own
-    assert len({limit for _, limit in searched}) > 1
+        tr, counting = _counted(exported, beam_size=beam, overrides=overrides, scores=scores)
+        runs[scores] = (tr.translate(lines), counting.scored, counting.calls)
+    assert runs[False][0] == runs[True][0] and runs[True][2] == runs[False][2]
     assert runs[True][1] > 0
     assert runs[False][1] == (0 if beam == 1 else runs[True][1])
+
+
+def test_limit_buckets_join_close_limits_highest_first_until_a_sub_batch_is_full():
+    from mtkit.decode.ct2 import _limit_buckets
+
+    limits = [10, 40, 12, 50, 11, 8, 100, 10]
+    lengths = [5, 30, 6, 40, 6, 4, 90, 5]
+    groups = _limit_buckets(limits, lengths)
+    assert sorted(i for g in groups for i in g) == list(range(len(limits)))
+    assert [[limits[i] for i in g] for g in groups] == [[100], [50, 40], [12, 11, 10, 10], [8]]
+    # a group holding a sub-batch's worth of subwords takes no more (12 and 11 hold 12 of 7)
+    assert [[limits[i] for i in g] for g in _limit_buckets(limits, lengths, capacity=7)] == \
+        [[100], [50], [40], [12, 11], [10, 10], [8]]
+    assert _limit_buckets([7] * 5, [3] * 5, capacity=1) == [[0, 1, 2, 3, 4]]  # one limit: one group
 
 
 @needs_ct2

@@ -15,11 +15,13 @@ How mtkit's search settings map (docs/export.md has the full table):
   gnmt); the raw log-probabilities are recovered and the hypotheses reranked with
   ``mtkit.decode.translation.normalise``. With ``length_norm`` none it stops when the best beam ends, which
   finds the same best hypothesis as mtkit's bound.
-* Length limits are per sentence: the sentences of a batch with the same limit go to CTranslate2 as one
-  asynchronous call, all calls submitted before any is awaited. At a limit CTranslate2 stops the
-  hypothesis where mtkit would append a forced end of sentence (same text for greedy search; the
-  score then lacks that EOS, which is scored apart where a score is read or ranks hypotheses, and
-  beam search may rank the cut hypotheses differently).
+* Length limits are per sentence, and each sentence gets what a search with its own limit finds.
+  Sentences of close limits go to CTranslate2 as one asynchronous call at the highest of them (all
+  calls submitted before any is awaited): a greedy hypothesis that ran on is cut at its own limit,
+  a beam search that ran on to its own limit is searched again with it. At a limit CTranslate2
+  stops the hypothesis where mtkit would append a forced end of sentence (same text for greedy
+  search; the EOS is scored apart where a score is read or ranks hypotheses, and beam search may
+  rank the cut hypotheses differently).
 
 ctranslate2 is an optional dependency (``pip install 'mtkit[ct2]'``): it is imported only when an
 exported model is loaded or written, so everything else works without it. Loading changes no
@@ -33,10 +35,10 @@ import json
 import math
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mtkit.config.experiment import Config, DecodingConfig, apply_overrides, from_dict
 from mtkit.data.bpe import Bpe
@@ -56,6 +58,8 @@ VMAP = "vmap.txt"  # the vocabulary map (shortlist) `mtkit export --shortlist` w
 SUB_BATCH_TOKENS = 1024
 #: the batch budget of --max-tokens 0 (auto) on CPU: more than a chunk of lines holds (see Ct2Model)
 CPU_BATCH_TOKENS = 10_000_000
+#: the highest length limit of one CTranslate2 call over its lowest (`_limit_buckets`)
+LIMIT_SPREAD = 1.25
 FORMAT = "mtkit-ct2"
 FORMAT_VERSION = 2  # 2: the manifest's config holds data.max_len (version 1 exports lacked it)
 
@@ -159,6 +163,30 @@ class _Job:
     pending: list[Any]  # ctranslate2.AsyncTranslationResult, one a sentence
 
 
+class _Search(NamedTuple):
+    """What one `Ct2Model.search` asked for."""
+
+    cfg: DecodingConfig
+    k: int  # the beam (1: greedy search or sampling)
+    nbest: int
+    need_attention: bool
+    sample: bool
+    scores: bool  # every score exact (else only those that rank a sentence's hypotheses)
+
+
+@dataclass
+class _Found:
+    """One sentence's hypotheses as its own length limit gives them (`Ct2Model._fit`)."""
+
+    source: list[str]  # its subwords
+    hypotheses: list[list[str]]  # target subwords, ending in EOS unless cut at the limit
+    log_probs: list[float]  # of each hypothesis's tokens (without a forced EOS)
+    exact: list[bool]  # False: a greedy one cut at the limit, log_probs to be computed again
+    attention: list[Any]  # rows per hypothesis (None: not asked for)
+    copies: int  # top-k 1 "samples" are drawn once and copied
+    scoring: list[tuple[int, Any]] = field(default_factory=list)  # (hypothesis, its pending scoring)
+
+
 class Ct2Model:
     """An exported model in a ``ctranslate2.Translator``, searched one batch of subword ids at a time."""
 
@@ -233,8 +261,9 @@ class Ct2Model:
                scores: bool = True) -> list[list[Hypothesis]]:
         """Hypotheses (best first, at most ``nbest``) for each source in ``batch`` (subword ids); an
         exported model always starts from BOS (`mtkit export` refuses a decoder-side language tag).
-        ``scores`` False: the forced EOS of a hypothesis cut at the length limit is scored only where
-        it ranks the hypotheses of one sentence (`_forced_eos`)."""
+        Each sentence gets what a search with its own length limit finds. ``scores`` False: a score
+        that ranks nothing is left inexact (the forced EOS of a hypothesis cut at its limit, the
+        log-probability of a greedy hypothesis cut shorter than it was found: `_fit`)."""
         if start is not None:
             raise MtkitError("the ct2 engine starts every translation from BOS; it cannot start from a "
                              "language tag")
@@ -244,20 +273,43 @@ class Ct2Model:
         if self.max_positions is not None:  # the Translator keeps inputs inside; this is a backstop
             limits = [min(n, self.max_positions) for n in limits]
         k = 1 if sample else max(cfg.beam_size, nbest)
-        groups: dict[int, list[int]] = {}
-        for i, limit in enumerate(limits):
-            groups.setdefault(limit, []).append(i)
-        # One asynchronous call per length limit, all submitted before any result is awaited: each
-        # sentence is searched once with its own limit (no second round for those that ran past it),
-        # and CTranslate2's translators take sub-batches of one call after another without waiting
-        # for each other at the end of a call. Longest first, so that the last sub-batches are short.
-        jobs = [(idx, self._submit([batch[i] for i in idx], limit, cfg, k, nbest, need_attention, sample))
-                for limit, idx in sorted(groups.items(), reverse=True)]
-        results: list[list[Hypothesis]] = [[] for _ in batch]
-        for idx, job in jobs:
-            for i, hyps in zip(idx, self._collect(job, cfg, nbest, need_attention, scores), strict=True):
-                results[i] = hyps
-        return results
+        search = _Search(cfg, k, nbest, need_attention, sample, scores)
+        # Sentences whose limits are close share one asynchronous call at the highest of them, all
+        # calls submitted before any is awaited, longest first: CTranslate2's translators then take
+        # sub-batches of one call after another without waiting for each other, and the last ones are
+        # short. (A call per distinct limit cut a server's batch of 48 sentences into ~30 calls of one
+        # or two sentences: 0.83x the speed; docs/results.md.)
+        found: list[_Found | None] = [None] * len(batch)
+        per_beam = k if self.translator.compute_type.startswith("int8") else 1  # as `_submit` cuts
+        buckets = _limit_buckets(limits, [len(ids) for ids in batch], self.sub_batch // per_beam)
+        self._run([(idx, max(limits[i] for i in idx)) for idx in buckets], batch, limits, search, found)
+        # A beam search that ran on past a sentence's own limit may have ended otherwise at it: such
+        # sentences (degenerate ones, rare in a trained model's domain) are searched again with it.
+        again: dict[int, list[int]] = {}
+        for i, f in enumerate(found):
+            if f is None:
+                again.setdefault(limits[i], []).append(i)
+        self._run([(idx, limit) for limit, idx in sorted(again.items(), reverse=True)], batch, limits,
+                  search, found)
+        return self._finish([f for f in found if f is not None], search)
+
+    def _run(self, calls: list[tuple[list[int], int]], batch: list[list[int]], limits: list[int],
+             search: _Search, found: list[_Found | None]) -> None:
+        """Submit one call per (sentence indices, length limit), all before any is awaited; then put
+        each sentence's results, as its own limit would have given them, into ``found`` (None where
+        only a search with its own limit can tell: `_fit`), each call's scoring pass submitted as soon
+        as its results are in (`_score_cut`)."""
+        jobs = [(idx, limit, self._submit([batch[i] for i in idx], limit, search.cfg, search.k, search.nbest,
+                                          search.need_attention, search.sample)) for idx, limit in calls]
+        for idx, limit, job in jobs:
+            try:
+                results = [r.result() for r in job.pending]
+            except (RuntimeError, ValueError) as exc:
+                raise MtkitError(f"the ct2 engine cannot search with these settings ({_first_line(exc)})"
+                                 ) from None
+            for n, (i, result) in enumerate(zip(idx, results, strict=True)):
+                found[i] = self._fit(job, n, result, limits[i], limit, search.need_attention)
+            self._score_cut([f for f in (found[i] for i in idx) if f is not None], search)
 
     def _submit(self, batch: list[list[int]], limit: int, cfg: DecodingConfig, k: int, nbest: int,
                 need_attention: bool, sample: bool) -> _Job:
@@ -289,72 +341,100 @@ class Ct2Model:
                              ) from None
         return _Job(source, options, penalty, copies, pending)
 
-    def _collect(self, job: _Job, cfg: DecodingConfig, nbest: int, need_attention: bool,
-                 scores: bool = True) -> list[list[Hypothesis]]:
-        """The hypotheses of a submitted search, best first; ``scores`` False skips the forced-EOS
-        scores unless they rank one sentence's hypotheses."""
-        try:
-            results = [r.result() for r in job.pending]
-        except (RuntimeError, ValueError) as exc:
-            raise MtkitError(f"the ct2 engine cannot search with these settings ({_first_line(exc)})"
-                             ) from None
-        source, options, penalty = job.source, job.options, job.penalty
-        ranked = options["num_hypotheses"] > 1  # the forced EOS then decides which hypothesis is best
-        scored = (scores or ranked) and cfg.eos_at_limit == "scored"  # free: a forced EOS adds nothing
-        eos = self._forced_eos(source, [r.hypotheses for r in results]) if scored else {}
-        rows = self._attention_rows(source, [r.hypotheses for r in results], options) if need_attention \
-            else {}
+
+    def _fit(self, job: _Job, n: int, result: Any, own: int, searched: int, need_attention: bool
+             ) -> _Found | None:
+        """Sentence ``n`` of ``job``, searched with the limit ``searched``, as a search with its
+        ``own`` limit would have found it; None where only such a search can tell.
+
+        CTranslate2 counts EOS in the limit. Greedy search and sampling choose each token from the
+        tokens before it alone, so a hypothesis found with a higher limit and cut to ``own`` tokens is
+        the one the own limit gives (the log-probability of a cut one is computed again, where read). A
+        beam search is the same up to its last step, where CTranslate2 ends every beam: where every
+        hypothesis ended before ``own`` tokens, the search stopped before the own limit's last step
+        (it stops at the step where the last hypothesis it returns ends) and found the same."""
+        hyps = list(result.hypotheses)
+        attention = list(result.attention) if need_attention else [None] * len(hyps)
+        # CTranslate2 divided each score by length^penalty
+        log_probs = [score * len(h) ** job.penalty for h, score in zip(hyps, result.scores, strict=True)]
+        exact = [True] * len(hyps)
+        if job.options["beam_size"] > 1:
+            if own < searched and any(len(h) >= own or h[-1:] != [self._eos] for h in hyps):
+                return None
+        else:
+            for j, h in enumerate(hyps):
+                if len(h) > own:
+                    hyps[j] = h[:own]
+                    if attention[j] is not None:
+                        attention[j] = attention[j][:own]
+                # cut at its limit: scored again where read, whatever limit found it, so that its
+                # score does not depend on the sentences it was searched with
+                exact[j] = hyps[j][-1:] == [self._eos]
+        return _Found(job.source[n], hyps, log_probs, exact, attention, job.copies)
+
+    def _score_cut(self, found: list[_Found], search: _Search) -> None:
+        """Submit the scoring pass of these sentences where a score is read (``search.scores``) or
+        ranks a sentence's hypotheses: each greedy hypothesis cut at its limit is scored again (its
+        tokens and the EOS mtkit forces there), each beam hypothesis cut there gets its forced EOS
+        scored. Asynchronous and in sub-batches, so that it runs beside the searches still going."""
+        forced = search.cfg.eos_at_limit == "scored"  # free: a forced EOS adds nothing
+        cut = [(f, j) for f in found if search.scores or len(f.hypotheses) > 1
+               for j, h in enumerate(f.hypotheses) if not f.exact[j] or (forced and h[-1:] != [self._eos])]
+        if not cut:
+            return
+        options = {"max_batch_size": self.sub_batch, "batch_type": "tokens"} if self.sub_batch else {}
+        pending = self.translator.score_batch([f.source for f, _ in cut], [f.hypotheses[j] for f, j in cut],
+                                              max_input_length=0, asynchronous=True, **options)
+        for (f, j), result in zip(cut, pending, strict=True):
+            f.scoring.append((j, result))
+
+    def _finish(self, found: list[_Found], search: _Search) -> list[list[Hypothesis]]:
+        """mtkit's hypotheses, best first, from each sentence's fitted results and scoring pass; one
+        forced pass for beam search's attention where asked for (`_attention_rows`)."""
+        cfg = search.cfg
+        forced = cfg.eos_at_limit == "scored"
+        for f in found:
+            for j, pending in f.scoring:  # log_probs: each token's, then EOS's
+                log_probs = pending.result().log_probs
+                tokens = f.log_probs[j] if f.exact[j] else sum(log_probs[:-1])
+                f.log_probs[j] = tokens + (log_probs[-1] if forced else 0.0)
+        if search.need_attention and search.k > 1:
+            self._attention_rows(found, search.k)
         out = []
-        for n, result in enumerate(results):
-            attention = [rows.get((n, j), a) for j, a in enumerate(result.attention)] if need_attention \
-                else [None] * len(result.hypotheses)
-            hyps = [self._hypothesis(tokens, score, eos.get((n, j), 0.0), att, penalty, cfg)
-                    for j, (tokens, score, att) in enumerate(zip(result.hypotheses, result.scores, attention,
-                                                                 strict=True))]
+        for f in found:
+            hyps = [self._hypothesis(h, lp, att, cfg)
+                    for h, lp, att in zip(f.hypotheses, f.log_probs, f.attention, strict=True)]
             hyps.sort(key=lambda h: -h.score)
-            out.append((hyps * job.copies)[:nbest])
+            out.append((hyps * f.copies)[:search.nbest])
         return out
 
-    def _forced_eos(self, source: list[list[str]], found: list[list[list[str]]]
-                    ) -> dict[tuple[int, int], float]:
-        """log p(EOS | tokens) of each hypothesis cut at its length limit, keyed (sentence, rank):
-        mtkit ends such a hypothesis with a forced EOS, and so its score includes that token."""
-        cut = [(n, j) for n, hyps in enumerate(found) for j, h in enumerate(hyps) if h and h[-1] != self._eos]
-        if not cut:
-            return {}
-        scored = self.translator.score_batch([source[n] for n, _ in cut], [found[n][j] for n, j in cut],
-                                             max_input_length=0)
-        return {key: r.log_probs[-1] for key, r in zip(cut, scored, strict=True)}
-
-    def _attention_rows(self, source: list[list[str]], found: list[list[list[str]]], options: dict[str, Any]
-                        ) -> dict[tuple[int, int], list[list[float]]]:
-        """Attention of each beam-search hypothesis, keyed (sentence, rank), from a second, greedy pass
-        that forces the hypothesis as a target prefix. CTranslate2 4.x returns beam-search attention
-        whose earlier rows belong to other beams (up to 0.3 off the model's attention on the found
-        hypothesis; greedy search's is right, to 1e-6), so alignments and heatmaps would be wrong. The
-        pass reads one step past the prefix: the row of the step that ends the hypothesis (its EOS,
-        forced or not), which mtkit's attention always has."""
-        if options["beam_size"] == 1:
-            return {}
-        keys = [(n, j) for n, hyps in enumerate(found) for j in range(len(hyps))]
-        prefixes = [[p for p in found[n][j] if p != self._eos] for n, j in keys]
-        forced = ({"max_batch_size": options["max_batch_size"], "batch_type": "tokens"} if self.sub_batch
-                  else {})
+    def _attention_rows(self, found: list[_Found], k: int) -> None:
+        """Each beam-search hypothesis's attention, from a second, greedy pass that forces the
+        hypothesis as a target prefix. CTranslate2 4.x returns beam-search attention whose earlier
+        rows belong to other beams (up to 0.3 off the model's attention on the found hypothesis;
+        greedy search's is right, to 1e-6), so alignments and heatmaps would be wrong. The pass reads
+        one step past the prefix: the row of the step that ends the hypothesis (its EOS, forced or
+        not), which mtkit's attention always has."""
+        keys = [(n, j) for n, f in enumerate(found) for j in range(len(f.hypotheses))]
+        prefixes = [[p for p in found[n].hypotheses[j] if p != self._eos] for n, j in keys]
+        per_beam = k if self.translator.compute_type.startswith("int8") else 1  # as `_submit` cuts
+        forced = ({"max_batch_size": max(1, self.sub_batch // per_beam), "batch_type": "tokens"}
+                  if self.sub_batch else {})
         try:
             again = self.translator.translate_batch(
-                [source[n] for n, _ in keys], target_prefix=prefixes, beam_size=1, max_input_length=0,
+                [found[n].source for n, _ in keys], target_prefix=prefixes, beam_size=1, max_input_length=0,
                 max_decoding_length=max(len(p) for p in prefixes) + 1, return_attention=True,
                 return_end_token=True, suppress_sequences=self._suppress, **forced)
         except (RuntimeError, ValueError) as exc:
             raise MtkitError(f"the ct2 engine cannot compute attention here ({_first_line(exc)})") from None
-        return {key: r.attention[0][: len(p) + 1] for key, p, r in zip(keys, prefixes, again, strict=True)}
+        for (n, j), p, r in zip(keys, prefixes, again, strict=True):
+            found[n].attention[j] = r.attention[0][: len(p) + 1]
 
-    def _hypothesis(self, pieces: list[str], score: float, forced_eos: float,
-                    attention: list[list[float]] | None, penalty: float, cfg: DecodingConfig) -> Hypothesis:
+    def _hypothesis(self, pieces: list[str], log_prob: float, attention: list[list[float]] | None,
+                    cfg: DecodingConfig) -> Hypothesis:
         """One CTranslate2 hypothesis (pieces ending in EOS unless cut at the limit) as mtkit's."""
         ended = bool(pieces) and pieces[-1] == self._eos
         ids = [self.tgt_ids[p] for p in (pieces[:-1] if ended else pieces)]
-        log_prob = score * len(pieces) ** penalty + forced_eos  # CTranslate2 divided by length^penalty
         att = None
         if attention is not None:
             import torch  # attention matrices are tensors, for both engines
@@ -364,6 +444,28 @@ class Ct2Model:
                 att = torch.cat([att, att.new_zeros(len(ids) + 1 - len(att), att.size(1))])
             att = att.unsqueeze(0)  # [1 (the mean of the heads), len(ids) + 1, S]
         return Hypothesis(ids, float(normalise(log_prob, len(ids) + 1, cfg)), log_prob, att)
+
+
+def _limit_buckets(limits: list[int], lengths: list[int], capacity: int = 0,
+                   spread: float = LIMIT_SPREAD) -> list[list[int]]:
+    """The sentences (indices) in the groups searched together, highest limits first. The sentences
+    of one limit stay together; the next limit down joins a group while the group's highest limit is
+    at most ``spread`` times it and the group holds fewer than ``capacity`` source subwords (0: no
+    such bound), what one of CTranslate2's sub-batches takes: joining fuller groups would gain
+    nothing and cost searches again (`Ct2Model.search`)."""
+    by_limit: dict[int, list[int]] = {}
+    for i, limit in enumerate(limits):
+        by_limit.setdefault(limit, []).append(i)
+    groups: list[list[int]] = []
+    held = 0  # source subwords of the last group
+    for limit, idx in sorted(by_limit.items(), reverse=True):
+        if groups and limits[groups[-1][0]] <= spread * limit and (not capacity or held < capacity):
+            groups[-1].extend(idx)
+            held += sum(lengths[i] for i in idx)
+        else:
+            groups.append(list(idx))
+            held = sum(lengths[i] for i in idx)
+    return groups
 
 
 def _length_penalty(batch: list[list[int]], cfg: DecodingConfig) -> float:

@@ -63,7 +63,8 @@ def main() -> None:
     parser.add_argument("--work", default=str(ROOT / "bench/work/ct2_plain"))
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from mtkit.decode.ct2 import SUB_BATCH_TOKENS, read_manifest
+    from mtkit.decode.ct2 import SUB_BATCH_TOKENS
+    from mtkit.decode.exported import read_manifest
 
     decoding = read_manifest(args.export).config.decoding
     work = Path(args.work)

@@ -12,7 +12,7 @@ rather than producing a model that translates differently.
 mtkit's sinusoids interleave sin and cos (PE[2i] = sin, PE[2i+1] = cos) where CTranslate2's built-in
 ones put all sines first, so the table itself is exported, as CTranslate2's explicit position
 encodings. An exported directory holds the CTranslate2 files, the sentencepiece model(s) and
-``mtkit_export.json`` (`mtkit.decode.ct2`), so `mtkit translate -m DIR` runs it with mtkit's own pre- and
+``mtkit_export.json`` (`mtkit.decode.exported`), so `mtkit translate -m DIR` runs it with mtkit's own pre- and
 post-processing. Outputs are built beside their target and renamed into place.
 """
 
@@ -36,7 +36,7 @@ from mtkit import __version__
 from mtkit.config.experiment import ModelConfig, to_dict
 from mtkit.data.bpe import Bpe
 from mtkit.data.meta import read_meta
-from mtkit.decode.ct2 import FORMAT, FORMAT_VERSION, MANIFEST, VMAP, is_exported, require_ctranslate2
+from mtkit.decode.exported import FORMAT, FORMAT_VERSION, MANIFEST, VMAP, is_exported, require_ctranslate2
 from mtkit.decode.loader import LoadedModel, load_model
 from mtkit.decode.shortlist import build_shortlist, write_vmap
 from mtkit.errors import ConfigError, MtkitError

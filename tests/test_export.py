@@ -28,8 +28,8 @@ import torch
 from mtkit.checkpoint import load_checkpoint, save_checkpoint
 from mtkit.config.experiment import Config, ModelConfig, to_dict
 from mtkit.data.bpe import Bpe, train_bpe
-from mtkit.decode.ct2 import MANIFEST, is_exported, read_manifest
 from mtkit.decode.engine import resolve_engine
+from mtkit.decode.exported import MANIFEST, is_exported, read_manifest
 from mtkit.decode.loader import load_model
 from mtkit.decode.translator import Translator
 from mtkit.errors import CheckpointError, ConfigError, MtkitError

@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from mtkit.config.checks import Condition, Not, check_applicable, coerce, suggest
 from mtkit.config.data_sections import BpeConfig, DataConfig
 from mtkit.config.data_sections import config_field as _f
@@ -336,6 +334,8 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
         section, key = parts
         if section not in SECTIONS:
             raise ConfigError(f"--set: unknown section '{section}'{suggest(section, list(SECTIONS))}")
+        import yaml  # here: loading it costs every command ~30 ms, and most never read YAML
+
         try:
             value = yaml.safe_load(text)
         except yaml.YAMLError as exc:
@@ -351,6 +351,8 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
     """Read a YAML config (or start from defaults when path is None) and apply --set overrides."""
     raw: dict[str, Any] = {}
     if path is not None:
+        import yaml
+
         p = Path(path)
         if not p.is_file():
             raise ConfigError(f"config file not found: {p}")
@@ -373,6 +375,8 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
 
 def save_config(cfg: Config, path: str | Path) -> None:
     """Write the resolved config (every key, defaults included) as YAML."""
+    import yaml
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = yaml.safe_dump(to_dict(cfg), sort_keys=False, allow_unicode=True)

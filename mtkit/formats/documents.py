@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Literal
 
 from mtkit.errors import ConfigError
-from mtkit.formats import html, po
 from mtkit.formats.placeholders import ConstrainedFn, TranslateFn, translate_strings
 
 Format = Literal["text", "po", "html"]
@@ -50,6 +49,8 @@ def translate_document(text: str, name: str, fmt: Format, tgt_lang: str, plain: 
     """``text`` (the contents of ``name``) translated as a catalog or an HTML page with ``plain`` (and
     ``constrained`` for the retries: formats.placeholders; ``search_functions`` makes both of a
     Translator)."""
+    from mtkit.formats import html, po  # here: lxml and the catalog reader cost a plain-text run ~40 ms
+
     if fmt == "po":
         catalog = po.read_catalog(text, name)
         strings = partial(translate_strings, translate=plain, constrained=constrained,

@@ -2,7 +2,8 @@
 
 Translates the first ``--lines`` lines of a test set with `mtkit.Translator` on the torch engine under
 `torch.profiler`, after a warm-up, and prints: the wall time; how much of it PyTorch's operators
-account for (the rest is Python: the search loop, batching, tokenization); the operators that take the
+account for (their durations on the calling thread; the rest is Python: the search loop, batching,
+tokenization); the operators that take the
 most time (self CPU time, with their call counts); and the number of operator calls per decoding
 step and sentence. Run it beside the same lines through the ct2 engine (`--export`) for the bar.
 
@@ -60,7 +61,9 @@ def main() -> None:
         "wall_s (no profiler)": round(unprofiled, 2), "sent_per_s": round(len(lines) / unprofiled, 1),
         "wall_s (profiled)": round(wall, 2),
         "operators_s": round(op_seconds, 2),
-        "operators_share_of_wall": round(op_seconds / wall / max(1, torch.get_num_threads()), 3),
+        # an operator's time is its duration on the thread that called it (its intra-op threads
+        # working meanwhile), so the rest of the wall time is Python: the search loop, batching
+        "operators_share_of_wall": round(op_seconds / wall, 3),
         "operator_calls": calls, "output_tokens": steps,
         "operator_calls_per_output_token": round(calls / max(1, steps), 1),
         "top_operators": [{"name": e.key, "self_s": round(e.self_cpu_time_total / 1e6, 3), "calls": e.count}

@@ -185,8 +185,7 @@ class Ct2Model:
         # short. (A call per distinct limit cut a server's batch of 48 sentences into ~30 calls of one
         # or two sentences: 0.83x the speed; docs/results.md.)
         found: list[_Found | None] = [None] * len(batch)
-        per_beam = k if self.translator.compute_type.startswith("int8") else 1  # as `_submit` cuts
-        buckets = _limit_buckets(limits, [len(ids) for ids in batch], self.sub_batch // per_beam)
+        buckets = _limit_buckets(limits, [len(ids) for ids in batch], self._sub_batch_tokens(k))
         self._run([(idx, max(limits[i] for i in idx)) for idx in buckets], batch, limits, search, found)
         # A beam search that ran on past a sentence's own limit may have ended otherwise at it: such
         # sentences (degenerate ones, rare in a trained model's domain) are searched again with it.
@@ -216,6 +215,14 @@ class Ct2Model:
                 found[i] = self._fit(job, n, result, limits[i], limit, search.need_attention)
             self._score_cut([f for f in (found[i] for i in idx) if f is not None], search)
 
+    def _sub_batch_tokens(self, k: int) -> int:
+        """Source subwords of one CPU sub-batch for a beam of ``k`` (int8 kernels prefer small
+        products: the budget is divided by the beam); 0 on a GPU, where a call is not cut."""
+        if not self.sub_batch:
+            return 0
+        per_beam = k if self.translator.compute_type.startswith("int8") else 1
+        return max(1, self.sub_batch // per_beam)
+
     def _submit(self, batch: list[list[int]], limit: int, cfg: DecodingConfig, k: int, nbest: int,
                 need_attention: bool, sample: bool) -> _Job:
         """Start searching ``batch`` with the length limit ``limit``; `_collect` waits for it."""
@@ -236,8 +243,7 @@ class Ct2Model:
             if cfg.top_k == 1:  # CTranslate2 draws top-k 1 "samples" once: they are all the same
                 copies, options["num_hypotheses"] = nbest, 1
         if self.sub_batch:
-            per_beam = k if self.translator.compute_type.startswith("int8") else 1
-            options.update(max_batch_size=max(1, self.sub_batch // per_beam), batch_type="tokens")
+            options.update(max_batch_size=self._sub_batch_tokens(k), batch_type="tokens")
         source = [[self.src_pieces[i] for i in ids] for ids in batch]
         try:
             pending = self.translator.translate_batch(source, asynchronous=True, **options)
@@ -322,8 +328,7 @@ class Ct2Model:
         not), which mtkit's attention always has."""
         keys = [(n, j) for n, f in enumerate(found) for j in range(len(f.hypotheses))]
         prefixes = [[p for p in found[n].hypotheses[j] if p != self._eos] for n, j in keys]
-        per_beam = k if self.translator.compute_type.startswith("int8") else 1  # as `_submit` cuts
-        forced = ({"max_batch_size": max(1, self.sub_batch // per_beam), "batch_type": "tokens"}
+        forced = ({"max_batch_size": self._sub_batch_tokens(k), "batch_type": "tokens"}
                   if self.sub_batch else {})
         try:
             again = self.translator.translate_batch(

@@ -212,7 +212,7 @@ class Ct2Model:
                 raise MtkitError(f"the ct2 engine cannot search with these settings ({_first_line(exc)})"
                                  ) from None
             for n, (i, result) in enumerate(zip(idx, results, strict=True)):
-                found[i] = self._fit(job, n, result, limits[i], limit, search.need_attention)
+                found[i] = self._fit(job, n, result, limits[i], limit)
             self._score_cut([f for f in (found[i] for i in idx) if f is not None], search)
 
     def _sub_batch_tokens(self, k: int) -> int:
@@ -253,8 +253,7 @@ class Ct2Model:
         return _Job(source, options, penalty, copies, pending)
 
 
-    def _fit(self, job: _Job, n: int, result: Any, own: int, searched: int, need_attention: bool
-             ) -> _Found | None:
+    def _fit(self, job: _Job, n: int, result: Any, own: int, searched: int) -> _Found | None:
         """Sentence ``n`` of ``job``, searched with the limit ``searched``, as a search with its
         ``own`` limit would have found it; None where only such a search can tell.
 
@@ -265,7 +264,7 @@ class Ct2Model:
         hypothesis ended before ``own`` tokens, the search stopped before the own limit's last step
         (it stops at the step where the last hypothesis it returns ends) and found the same."""
         hyps = list(result.hypotheses)
-        attention = list(result.attention) if need_attention else [None] * len(hyps)
+        attention = list(result.attention) if job.options["return_attention"] else [None] * len(hyps)
         # CTranslate2 divided each score by length^penalty
         log_probs = [score * len(h) ** job.penalty for h, score in zip(hyps, result.scores, strict=True)]
         exact = [True] * len(hyps)

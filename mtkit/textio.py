@@ -29,6 +29,17 @@ def _open_binary(path: str | Path) -> IO[bytes]:
         raise DataError(f"cannot open {p}: {exc.strerror or exc}") from None
 
 
+def read_bytes(path: str | Path) -> bytes:
+    """The whole of ``path`` ('-' for stdin; .gz decompressed) as bytes, for a document read whole."""
+    f = _open_binary(path)
+    try:
+        return f.read()
+    except (OSError, EOFError) as exc:  # a truncated or corrupt .gz among them
+        raise DataError(f"cannot read {path}: {exc}") from None
+    finally:
+        if f is not sys.stdin.buffer:
+            f.close()
+
 def read_lines(path: str | Path, strict: bool = True,
                on_invalid: Callable[[int], None] | None = None) -> Iterator[str]:
     """Yield lines without their newline. Strict: invalid UTF-8 raises DataError naming file:line.
@@ -170,6 +181,20 @@ def output_file(path: str | Path | None) -> Iterator[IO[str]]:
         tmp.unlink(missing_ok=True)
         raise
 
+
+def write_bytes(path: str | Path | None, data: bytes) -> None:
+    """``data`` written whole to ``path`` as ``output_file`` writes text (a temporary file renamed into
+    place; None or '-' is stdout): a document's bytes, in its own encoding."""
+    if path is None or str(path) == "-":
+        try:
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        except BrokenPipeError:
+            raise OutputClosed("stdout was closed by its reader") from None
+        return
+    with output_file(path) as out:
+        out.flush()
+        out.buffer.write(data)
 
 T = TypeVar("T")
 

@@ -24,7 +24,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from mtkit.decode.translation import Translation  # noqa: E402
 from mtkit.decode.translator import LoadOptions  # noqa: E402
 from mtkit.errors import DataError  # noqa: E402
-from mtkit.formats.documents import translate_document  # noqa: E402
+from mtkit.formats.documents import translate_html_text  # noqa: E402
 from mtkit.formats.placeholders import search_functions  # noqa: E402
 from mtkit.serve import ServeOptions, build_app  # noqa: E402
 from mtkit.serve.batcher import Batcher, QueueFull, Settings  # noqa: E402
@@ -108,7 +108,7 @@ def test_format_html_translates_each_run_with_its_tags_as_offline_translation_do
              "we like <a href='/x'>bread</a> and tea"]
     reply = client.post("/translate", json={"q": pages, "source": "en", "target": "de", "format": "html"})
     assert reply.status_code == 200, reply.text
-    offline_pages = [translate_document(page, "q", "html", "de", *search_functions(reference["de"])).text
+    offline_pages = [translate_html_text(page, "q", "de", *search_functions(reference["de"]))
                      for page in pages]
     assert reply.json() == {"translatedText": offline_pages}
     assert "<pre>the house is small</pre>" in offline_pages[0] and 'class="x"' in offline_pages[0]

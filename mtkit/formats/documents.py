@@ -19,8 +19,6 @@ from mtkit.formats.placeholders import ConstrainedFn, TranslateFn, translate_str
 Format = Literal["text", "po", "html"]
 FORMATS: tuple[str, ...] = ("auto", "text", "po", "html")
 _BY_SUFFIX = {".po": "po", ".pot": "po", ".html": "html", ".htm": "html", ".xhtml": "html"}
-#: the accelerator marks of gettext catalogs: GTK's _, Qt's and KDE's &, LibreOffice's ~
-CATALOG_ACCELERATORS = "_&~"
 
 
 def document_format(path: str, given: str) -> Format:
@@ -36,35 +34,42 @@ def document_format(path: str, given: str) -> Format:
 
 @dataclass
 class DocumentResult:
-    """A translated document: its text, what could not be translated (file:line: why), a summary."""
+    """A translated document: its bytes (in the input's encoding, line endings and BOM), what could not
+    be translated (file:line: why), a summary."""
 
-    text: str
+    data: bytes
     left: list[str] = field(default_factory=list)
     summary: str = ""
 
 
-def translate_document(text: str, name: str, fmt: Format, tgt_lang: str, plain: TranslateFn,
+def translate_document(data: bytes, name: str, fmt: Format, tgt_lang: str, plain: TranslateFn,
                        constrained: ConstrainedFn | None = None, retranslate: bool = False,
                        fuzzy: bool = True) -> DocumentResult:
-    """``text`` (the contents of ``name``) translated as a catalog or an HTML page with ``plain`` (and
+    """``data`` (the bytes of ``name``) translated as a catalog or an HTML/XHTML page with ``plain`` (and
     ``constrained`` for the retries: formats.placeholders; ``search_functions`` makes both of a
-    Translator)."""
+    Translator). Bytes in, bytes out: what is not translated comes back byte for byte."""
     from mtkit.formats import html, po  # here: lxml and the catalog reader cost a plain-text run ~40 ms
 
     if fmt == "po":
-        catalog = po.read_catalog(text, name)
-        strings = partial(translate_strings, translate=plain, constrained=constrained,
-                          accelerators=CATALOG_ACCELERATORS)
-        report = po.translate_catalog(catalog, name, strings, tgt_lang, retranslate, fuzzy)
+        out, report = po.translate_catalog_bytes(data, name, plain, constrained, tgt_lang, retranslate, fuzzy)
         summary = (f"{name}: {report.translated} of {report.entries} entries translated"
                    f"{' (fuzzy)' if fuzzy and report.translated else ''}, {report.already} kept, "
                    f"{len(report.left)} left untranslated")
-        return DocumentResult(po.write_catalog(catalog, text, report), report.left, summary)
+        return DocumentResult(out, report.warnings + report.left, summary)
     if fmt == "html":
-        root, whole = html.parse_page(text, name)
         strings = partial(translate_strings, translate=plain, constrained=constrained)
-        page = html.translate_page(root, name, strings)
+        out, page = html.translate_page_bytes(data, name, strings, tgt_lang)
         summary = (f"{name}: {page.translated} of {page.runs} text runs translated, "
                    f"{len(page.left)} left as they were")
-        return DocumentResult(html.page_text(root, whole, text), page.left, summary)
+        return DocumentResult(out, page.left, summary)
     raise ConfigError(f"format {fmt!r} is not a document format (po, html)")
+
+
+def translate_html_text(text: str, name: str, tgt_lang: str, plain: TranslateFn,
+                        constrained: ConstrainedFn | None = None) -> str:
+    """An HTML page or fragment given as text (the server's ``format: html``), translated as
+    ``translate_document`` translates a page file; the text out."""
+    from mtkit.formats import html
+
+    strings = partial(translate_strings, translate=plain, constrained=constrained)
+    return html.translate_page_text(text, name, strings, tgt_lang)[0]

@@ -32,24 +32,58 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mtkit.errors import DataError
+from mtkit.formats import icu
 
-_PRINTF = (r"%(?:\([A-Za-z_]\w*\)|[1-9]\d*\$)?[-+#0']*(?:\d+|\*)?(?:\.(?:\d+|\*))?"
-           r"(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGaAcsSp%]")
+_PRINTF = (r"%(?:\([A-Za-z_]\w*\)|[1-9]\d*\$)?[-+#0'I]*(?:\d+|\*)?(?:\.(?:\d+|\*))?"
+           r"(?:(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGaAcsSp%m]|<PRI[A-Za-z0-9_]+>)")
 #: printf directives as C reads them, the space flag too ("% d"): "100% sure" is no directive in prose,
 #: but a translation of a string with directives must not gain one that printf would read
-_PRINTF_C = re.compile(_PRINTF.replace("[-+#0']", "[-+ #0']"))
+_PRINTF_C = re.compile(_PRINTF.replace("[-+#0'I]", "[-+ #0'I]"))
 _BRACE = r"\{\s*\$[\w-]+\s*\}|\{[\w.\[\]]*(?:![rsa])?(?::[^{}\s]*)?\}"
+#: ICU MessageFormat's simple arguments ({n, number}, {d, date, short}); Ruby's and Rails' %{name}
+_ICU_SIMPLE = r"\{\s*\w+\s*,\s*(?:number|date|time|spellout|ordinal|duration)\s*(?:,[^{}]*)?\}"
+_RUBY_NAMED = r"%\{\w+\}"
 _DOLLAR = r"\$\{[A-Za-z_]\w*\}|\$[A-Za-z_]\w*"
 _TAG = (r"</?[A-Za-z][\w:.-]*(?:\s+[\w:.-]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s\"'<>]+))?)*\s*/?>")
 _ENTITY = r"&(?:[A-Za-z][A-Za-z0-9]*|#\d+|#[xX][0-9A-Fa-f]+);"
-PLACEHOLDER = re.compile("|".join(f"(?:{p})" for p in (_PRINTF, _BRACE, _DOLLAR, _TAG, _ENTITY)))
-#: printf directives whose arguments come in order: not %%, not %(name)s, not %1$s
-_ORDERED = re.compile(r"%(?![(%]|[1-9]\d*\$)")
+_GENERIC = (_RUBY_NAMED, _PRINTF, _ICU_SIMPLE, _BRACE, _DOLLAR, _TAG, _ENTITY)
+PLACEHOLDER = re.compile("|".join(f"(?:{p})" for p in _GENERIC))
+#: what each gettext format flag adds to the generic set (tried first, so ``%1`` of a Qt string is one
+#: placeholder, not the start of a printf directive); the flag says which syntax the entry's strings use
+FLAG_SYNTAX = {
+    **dict.fromkeys(("qt-format", "kde-format", "kde-kuit-format", "ycp-format", "smalltalk-format"),
+                    r"%L?[1-9]\d?"),
+    "qt-plural-format": r"%L?n",
+    "ruby-format": r"%<\w+>[-+ #0]*\d*(?:\.\d+)?[a-zA-Z]",
+    **dict.fromkeys(("python-brace-format", "csharp-format", "perl-brace-format", "java-format"),
+                    r"\{\{|\}\}|\{\d+\s*,\s*-?\d+(?::[^{}]*)?\}|\{\d+\s*,\s*\w+(?:\s*,[^{}]*)?\}"),
+    "boost-format": r"%\|?[1-9]\d*(?:\$[^|%]*\||%)",
+    "object-pascal-format": r"%(?:\d+:)?-?\d*(?:\.\d+)?[dueEfgGnmpsxX]",
+    **dict.fromkeys(("lisp-format", "scheme-format"), r"~[@:]*[aAsSdDbBoOxXrR%&~pPcC]"),
+    "gcc-internal-format": r"%[qlw+#]*[<>'qsdiucDEFTV]|%<|%>",
+    "php-format": r"%(?:[1-9]\d*\$)?(?:'.|[-+ 0])*\d*(?:\.\d+)?[bcdeEfFgGosuxX]",
+}
+_BY_FLAGS: dict[frozenset[str], re.Pattern[str]] = {}
+
+
+def syntax_for(flags: Sequence[str], extra: str = "") -> re.Pattern[str]:
+    """The placeholders of a string whose gettext entry has ``flags`` (its ``*-format`` flags name the
+    syntax; "no-…-format" ones and others are ignored): the family's own forms before the generic set,
+    and ``extra`` (a regex; ICU plural branches add ``#``)."""
+    families = frozenset(f for f in flags if f in FLAG_SYNTAX)
+    key = families | ({"extra:" + extra} if extra else set())
+    if key not in _BY_FLAGS:
+        parts = [*(FLAG_SYNTAX[f] for f in sorted(families)), *([extra] if extra else []), *_GENERIC]
+        _BY_FLAGS[key] = re.compile("|".join(f"(?:{p})" for p in parts))
+    return _BY_FLAGS[key]
+
+
 #: where a string is cut into lines translated apart: line breaks and tabs, real or escaped, with the
 #: spaces around them
 _BREAKS = re.compile(r"(\s*(?:[\n\r\t\v\f]|\\[ntr])\s*)")
 _EDGES = re.compile(r"^(\s*)(.*?)(\s*)$", re.S)
 _WORDY = re.compile(r"[^\W\d_]", re.U)  # a letter: a piece with none needs no translation
+_PRINTF_WHOLE = re.compile(_PRINTF)
 
 #: a translation function: lines in, per line its translation or its candidates (best first) out
 TranslateFn = Callable[[list[str]], Sequence["str | list[str]"]]
@@ -57,29 +91,34 @@ TranslateFn = Callable[[list[str]], Sequence["str | list[str]"]]
 ConstrainedFn = Callable[[list[str], list[list[str]]], Sequence["str | list[str]"]]
 
 
-def placeholders(text: str) -> list[str]:
-    """The placeholders of ``text``, in order."""
-    return PLACEHOLDER.findall(text)
+def placeholders(text: str, syntax: re.Pattern[str] = PLACEHOLDER) -> list[str]:
+    """The placeholders of ``text`` (in ``syntax``, the generic set by default), in order."""
+    return syntax.findall(text)
 
 
-def kept(source: str, translation: str) -> str:
+def _ordered(placeholder: str) -> bool:
+    """A printf directive whose argument comes in order: not %%, not %(name)s, not %1$s."""
+    return bool(_PRINTF_WHOLE.fullmatch(placeholder)) and not re.match(r"%(?:[(%]|[1-9]\d*\$)", placeholder)
+
+
+def kept(source: str, translation: str, syntax: re.Pattern[str] = PLACEHOLDER) -> str:
     """'' when ``translation`` keeps the placeholders of ``source`` (see the module docstring), else
     what is wrong, in a few words ("lost %s", "added <b>", "%s %d out of order")."""
-    want, got = placeholders(source), placeholders(translation)
+    want, got = placeholders(source, syntax), placeholders(translation, syntax)
     lost, added = Counter(want) - Counter(got), Counter(got) - Counter(want)
     if lost or added:
         return "; ".join(part for part in (
             "lost " + " ".join(sorted(lost.elements())) if lost else "",
             "added " + " ".join(sorted(added.elements())) if added else "") if part)
-    if any(p.startswith("%") for p in want):
+    if any(_PRINTF_WHOLE.fullmatch(p) for p in want):
         c_lost = Counter(_PRINTF_C.findall(source)) - Counter(_PRINTF_C.findall(translation))
         c_added = Counter(_PRINTF_C.findall(translation)) - Counter(_PRINTF_C.findall(source))
         if c_lost or c_added:
             return "printf directives changed: " + " ".join(sorted({*c_lost, *c_added}))
         if _PRINTF_C.sub("", translation).count("%") > _PRINTF_C.sub("", source).count("%"):
             return "a % that starts no printf directive"  # printf would read one, and msgfmt refuses it
-    order_want = [p for p in want if _ORDERED.match(p)]
-    if order_want != [p for p in got if _ORDERED.match(p)]:
+    order_want = [p for p in want if _ordered(p)]
+    if order_want != [p for p in got if _ordered(p)]:
         return " ".join(order_want) + " out of order"
     return ""
 
@@ -95,23 +134,35 @@ class _Piece:
 @dataclass
 class _Parsed:
     pieces: list[_Piece]
+    syntax: re.Pattern[str]
     mark: str = ""  # the accelerator mark taken out ('' for none)
     mark_letter: str = ""
     mark_piece: int = -1
 
 
-def _accelerator(text: str, marks: str) -> re.Match[str] | None:
-    """The one accelerator of ``text`` (a mark before a letter or digit, at a word's start; not an
-    entity's ``&``), or None where it has none or several (then nothing is moved)."""
+def _accelerator(text: str, marks: str, syntax: re.Pattern[str]) -> re.Match[str] | None:
+    """The one accelerator of ``text``, or None where it has none or several (then nothing is moved):
+    a mark before a letter or digit (not doubled, which writes the mark itself; not inside a
+    placeholder, such as an entity's ``&``), at a word's start (``_Open``) or inside a capitalised word
+    (``E_xit``, ``Op&en``; not ``file_name``, ``LC_ALL``, ``AT&T``, which are names)."""
     if not marks:
         return None
-    found = [m for m in re.finditer(rf"(?<![\w{re.escape(marks)}])([{re.escape(marks)}])(?=[^\W_])", text)
-             if not (m[1] == "&" and re.match(_ENTITY, text[m.start():]))]
+    inside = [(p.start(), p.end()) for p in syntax.finditer(text)]
+    found = []
+    for m in re.finditer(rf"(?<![{re.escape(marks)}])([{re.escape(marks)}])(?=[^\W_])", text):
+        if any(a <= m.start() < b for a, b in inside):
+            continue
+        before = re.search(r"[^\W_]*$", text[:m.start()])[0]  # type: ignore[index]
+        after = re.match(r"[^\W_]*", text[m.end():])[0]  # type: ignore[index]
+        capitalised = before[:1].isupper() and (len(before) == 1 or before[1:].islower())
+        if before and not (capitalised and after.islower() and not re.search(r"\d", before + after)):
+            continue
+        found.append(m)
     return found[0] if len(found) == 1 else None
 
 
-def _parse(text: str, marks: str) -> _Parsed:
-    parsed = _Parsed([])
+def _parse(text: str, marks: str, syntax: re.Pattern[str]) -> _Parsed:
+    parsed = _Parsed([], syntax)
     for n, part in enumerate(_BREAKS.split(text)):
         if n % 2:  # a break
             parsed.pieces.append(_Piece(fixed=part))
@@ -119,16 +170,16 @@ def _parse(text: str, marks: str) -> _Parsed:
         lead, body, trail = _EDGES.match(part).groups()  # type: ignore[union-attr]
         if lead:
             parsed.pieces.append(_Piece(fixed=lead))
-        accel = _accelerator(body, marks)
+        accel = _accelerator(body, marks, syntax)
         if accel is not None and not parsed.mark:
             parsed.mark, parsed.mark_letter = accel[1], body[accel.end()]
             body = body[:accel.start()] + body[accel.end():]
             parsed.mark_piece = len(parsed.pieces)
-        if body and _WORDY.search(PLACEHOLDER.sub("", body)):
+        if body and _WORDY.search(syntax.sub("", body)):
             parsed.pieces.append(_Piece(core=body))
         elif body:
             if parsed.mark_piece == len(parsed.pieces):  # nothing to translate: the mark goes back at once
-                body = _with_mark(body, parsed.mark, parsed.mark_letter)
+                body = _with_mark(body, parsed.mark, parsed.mark_letter, syntax)
                 parsed.mark = ""
             parsed.pieces.append(_Piece(fixed=body))
         if trail:
@@ -136,13 +187,13 @@ def _parse(text: str, marks: str) -> _Parsed:
     return parsed
 
 
-def _with_mark(text: str, mark: str, letter: str) -> str:
+def _with_mark(text: str, mark: str, letter: str, syntax: re.Pattern[str]) -> str:
     """``text`` with the accelerator ``mark`` before a letter: the same letter at a word's start if it
     has one, else the first letter at a word's start, else its first letter or digit, else first."""
     if not mark:
         return text
     outside = [m.start() for m in re.finditer(r"\w", text)
-               if not any(p.start() <= m.start() < p.end() for p in PLACEHOLDER.finditer(text))]
+               if not any(p.start() <= m.start() < p.end() for p in syntax.finditer(text))]
     starts = [i for i in outside if i == 0 or not text[i - 1].isalnum()]
     same = [i for i in starts if text[i].lower() == letter.lower()]
     at = (same or starts or outside or [0])[0]
@@ -159,28 +210,91 @@ class Outcome:
 
 
 def translate_strings(strings: Sequence[str], translate: TranslateFn,
-                      constrained: ConstrainedFn | None = None, accelerators: str = "") -> list[Outcome]:
+                      constrained: ConstrainedFn | None = None, accelerators: str = "",
+                      syntaxes: Sequence[re.Pattern[str]] | None = None) -> list[Outcome]:
     """Translations of ``strings`` with every placeholder kept, or None with the reason (see the module
     docstring). ``constrained`` (None where the engine has none) retries the broken pieces;
-    ``accelerators``: the marks that may stand before an accelerator key (e.g. "_&~" for catalogs)."""
-    parsed = [_parse(s, accelerators) for s in strings]
+    ``accelerators``: the marks that may stand before an accelerator key (e.g. "_&~" for catalogs);
+    ``syntaxes``: each string's placeholders (``syntax_for`` its entry's flags; the generic set where
+    None). ICU complex arguments are translated branch by branch (formats/icu.py)."""
+    syntaxes = list(syntaxes) if syntaxes is not None else [PLACEHOLDER] * len(strings)
+    outers, icu_args, branch_outcomes = _icu_branches(strings, translate, constrained, accelerators, syntaxes)
+    outcomes = _translate_plain(outers, translate, constrained, accelerators, syntaxes)
+    for i, (args, marks) in icu_args.items():
+        outcome = outcomes[i]
+        broken = next((o for o in branch_outcomes[i] if o.text is None), None)
+        if broken is not None:
+            outcomes[i] = Outcome(None, f"a message of {{{args[0].name}, …}}: {broken.problem}")
+            continue
+        if outcome.text is None:
+            continue
+        messages = iter(o.text or "" for o in branch_outcomes[i])
+        text = outcome.text
+        for arg, mark in zip(args, marks, strict=True):
+            text = text.replace(mark, arg.rebuilt([next(messages) for _ in arg.branches]), 1)
+        outcomes[i] = Outcome(text, constrained=outcome.constrained)
+    return outcomes
+
+
+#: a string's ICU complex arguments and the placeholders that stand for them while it is translated
+_IcuArgs = tuple[list[icu.ComplexArg], list[str]]
+
+
+def _icu_branches(strings: Sequence[str], translate: TranslateFn, constrained: ConstrainedFn | None,
+                  accelerators: str, syntaxes: list[re.Pattern[str]]
+                  ) -> tuple[list[str], dict[int, _IcuArgs], dict[int, list[Outcome]]]:
+    """Each string with its ICU complex arguments standing as ``{name}``; per string that had some, the
+    arguments and their stand-ins; and the outcomes of their branch messages, translated as strings of
+    their own (``#`` a placeholder in plural branches)."""
+    outers: list[str] = []
+    found: dict[int, _IcuArgs] = {}
+    branches: list[tuple[int, str, re.Pattern[str]]] = []
+    for i, text in enumerate(strings):
+        args = icu.complex_args(text) if "{" in text else []
+        if not args:
+            outers.append(text)
+            continue
+        outer, marks = icu.stand_ins(text, args)
+        outers.append(outer)
+        found[i] = (args, marks)
+        for arg in args:
+            syntax = _with_hash(syntaxes[i]) if arg.counts else syntaxes[i]
+            branches += [(i, message, syntax) for message in arg.branches]
+    done = translate_strings([m for _, m, _ in branches], translate, constrained, accelerators,
+                             [s for _, _, s in branches]) if branches else []
+    per: dict[int, list[Outcome]] = {i: [] for i in found}
+    for (i, _, _), outcome in zip(branches, done, strict=True):
+        per[i].append(outcome)
+    return outers, found, per
+
+
+def _with_hash(syntax: re.Pattern[str]) -> re.Pattern[str]:
+    """``syntax`` with ICU's ``#`` (the number, in a plural branch) as a placeholder too."""
+    return re.compile(f"(?:#)|{syntax.pattern}")
+
+
+def _translate_plain(strings: Sequence[str], translate: TranslateFn, constrained: ConstrainedFn | None,
+                     accelerators: str, syntaxes: list[re.Pattern[str]]) -> list[Outcome]:
+    """``translate_strings`` for strings without ICU complex arguments."""
+    parsed = [_parse(s, accelerators, syntax) for s, syntax in zip(strings, syntaxes, strict=True)]
     cores = [(i, n, piece.core) for i, p in enumerate(parsed)
              for n, piece in enumerate(p.pieces) if piece.core]
     sources = [c for _, _, c in cores]
-    texts, problems = _choose(sources, translate(sources) if sources else [])
+    core_syntax = [parsed[i].syntax for i, _, _ in cores]
+    texts, problems = _choose(sources, translate(sources) if sources else [], core_syntax)
     retried: set[int] = set()
     broken = [k for k, problem in enumerate(problems) if problem]
     if broken and constrained is not None:
-        redo = [k for k in broken if placeholders(cores[k][2])]
-        again = _constrained(constrained, [cores[k][2] for k in redo])
+        redo = [k for k in broken if placeholders(cores[k][2], core_syntax[k])]
+        again = _constrained(constrained, [cores[k][2] for k in redo], [core_syntax[k] for k in redo])
         for k, out in zip(redo, again, strict=True):
             if out is None:
                 problems[k] += " (and the model cannot write them as constraints)"
-            elif not kept(cores[k][2], out):
+            elif not kept(cores[k][2], out, core_syntax[k]):
                 texts[k], problems[k] = out, ""
                 retried.add(k)
             else:
-                problems[k] += f"; with them as constraints {out!r}: {kept(cores[k][2], out)}"
+                problems[k] += f"; with them as constraints {out!r}: {kept(cores[k][2], out, core_syntax[k])}"
     translated: dict[tuple[int, int], str] = {}
     failed: dict[int, str] = {}
     for k, (i, n, core) in enumerate(cores):
@@ -197,37 +311,40 @@ def translate_strings(strings: Sequence[str], translate: TranslateFn,
         for n, piece in enumerate(p.pieces):
             text = translated.get((i, n), piece.fixed)
             at_mark = n == p.mark_piece and piece.core
-            parts.append(_with_mark(text, p.mark, p.mark_letter) if at_mark else text)
+            parts.append(_with_mark(text, p.mark, p.mark_letter, p.syntax) if at_mark else text)
         outcomes.append(Outcome("".join(parts), constrained=i in retried_strings))
     return outcomes
 
 
-def _choose(cores: list[str], found: Sequence[str | list[str]]) -> tuple[list[str], list[str]]:
+def _choose(cores: list[str], found: Sequence[str | list[str]], syntaxes: Sequence[re.Pattern[str]]
+            ) -> tuple[list[str], list[str]]:
     """Per core, the first candidate that keeps its placeholders ('' for its problem), or the best
     candidate and what is wrong with it."""
     texts, problems = [], []
-    for core, candidates in zip(cores, found, strict=True):
+    for core, candidates, syntax in zip(cores, found, syntaxes, strict=True):
         options = [candidates] if isinstance(candidates, str) else list(candidates) or [""]
-        good = next((c for c in options if not kept(core, c)), None)
+        good = next((c for c in options if not kept(core, c, syntax)), None)
         texts.append(options[0] if good is None else good)
-        problems.append("" if good is not None else kept(core, options[0]))
+        problems.append("" if good is not None else kept(core, options[0], syntax))
     return texts, problems
 
 
-def _constrained(constrained: ConstrainedFn, cores: list[str]) -> list[str | None]:
+def _constrained(constrained: ConstrainedFn, cores: list[str], syntaxes: list[re.Pattern[str]]
+                 ) -> list[str | None]:
     """Each core translated with its placeholders as constraints (its first candidate that keeps
     them, else its best); None for one whose placeholders the model cannot write at all (a subword it
     does not know)."""
     if not cores:
         return []
     try:
-        return list(_choose(cores, constrained(cores, [placeholders(c) for c in cores]))[0])
+        found = constrained(cores, [placeholders(c, s) for c, s in zip(cores, syntaxes, strict=True)])
+        return list(_choose(cores, found, syntaxes)[0])
     except DataError:
         pass  # one of them cannot be encoded: find which, one by one
     out: list[str | None] = []
-    for core in cores:
+    for core, syntax in zip(cores, syntaxes, strict=True):
         try:
-            out.append(_choose([core], constrained([core], [placeholders(core)]))[0][0])
+            out.append(_choose([core], constrained([core], [placeholders(core, syntax)]), [syntax])[0][0])
         except DataError:
             out.append(None)
     return out

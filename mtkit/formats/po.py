@@ -1,230 +1,264 @@
-"""gettext catalogs (.po, .pot): the untranslated entries translated, everything else kept.
+"""gettext catalogs (.po, .pot): the untranslated entries translated, every other byte kept.
 
-polib reads the catalog. A line-level check runs first, because polib skips some malformed lines
-silently (an unterminated or unquoted string): every line must be blank, a comment, a keyword with
-one quoted string, or a quoted continuation, and no two entries may share msgctxt and msgid (msgfmt
-refuses that). A malformed catalog is refused in one line naming the file and line.
+Bytes in, bytes out. The catalog is read from its bytes (formats/po_read.py: its charset, BOM and each
+line's own line ending kept; what msgfmt refuses, refused with its line), and written by splicing: an
+entry given a translation gets new ``msgstr`` lines (wrapped as gettext wraps them, in the file's line
+ending) and ``fuzzy`` among its flags; its comments, references, ``#|`` lines, msgctxt and msgid lines
+stay byte for byte, and so does every other entry, blank line or its absence, obsolete entry and the
+order. Translating a complete catalog again changes nothing.
 
-What is translated: each entry with no translation (an empty ``msgstr``, or every ``msgstr[n]``
-empty), or every active entry with ``retranslate``; never the header or an obsolete (``#~``) entry.
-A plural entry gets every ``msgstr[n]`` the target language's ``Plural-Forms`` has: form 0 the
-singular's translation (but in a language of one form), the others the plural's. A catalog without
-a usable ``Plural-Forms`` (a .pot's ``nplurals=INTEGER``) gets the language's from ``PLURAL_FORMS``,
-its ``Language`` and a UTF-8 charset where they are unset. Machine translations are flagged
-``fuzzy`` (translators review them; gettext leaves them out of the .mo until they do) unless
-``fuzzy=False``. An entry whose translation would break a placeholder stays untranslated and is
-reported (formats/placeholders.py).
+What is translated: each entry with no translation (an empty ``msgstr``, or every ``msgstr[n]`` empty),
+or every active entry with ``retranslate``; never the header or an obsolete (``#~``) entry. Each
+entry's strings are checked by the placeholders of the syntax its format flag names (``c-format``,
+``qt-format``, ``python-brace-format`` …: formats/placeholders.py ``syntax_for``); an entry whose
+translation would break one stays untranslated and is reported. Plural entries get every ``msgstr[n]``
+of the catalog's ``Plural-Forms`` (or, where it has none, the target language's rule from Babel), each
+from the msgid that covers the numbers of that form (formats/plurals.py). A translation that the
+catalog's charset cannot hold (Cyrillic in an ISO-8859-1 catalog) leaves its entry untranslated,
+reported, rather than writing text in another charset than the header declares.
 
-Writing changes only what was translated: every other entry keeps its bytes, header, comments,
-references, flags, msgctxt, previous msgids, obsolete entries and order included; a changed entry
-(and a changed header) is written as polib writes it. Translating a complete catalog again changes
-nothing.
+The header: completed only where it has template values (an empty ``Language``, ``charset=CHARSET``,
+``nplurals=INTEGER``) or lacks ``Plural-Forms`` while holding plural entries, line by line in place; a
+catalog without a header gets one at its top when anything is translated (the charset its text is in,
+the language, the plural rule). A header whose ``Language`` is another language than the target is
+warned about. Machine translations are flagged ``fuzzy`` (translators review them; gettext leaves them
+out of the .mo until they do) unless ``fuzzy=False``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from mtkit.errors import DataError
-from mtkit.formats.placeholders import Outcome
+from mtkit.formats import plurals
+from mtkit.formats.placeholders import (
+    ConstrainedFn,
+    Outcome,
+    TranslateFn,
+    placeholders,
+    syntax_for,
+    translate_strings,
+)
+from mtkit.formats.po_read import BOM, Catalog, Entry, read
 
-if TYPE_CHECKING:  # polib is imported where a catalog is read, so plain-text translation never needs it
-    import polib
-
-#: gettext's Plural-Forms by language (the GNU gettext manual's table), for catalogs that lack one
-PLURAL_FORMS = {
-    **{lang: "nplurals=1; plural=0;" for lang in ("ja", "ko", "zh", "vi", "th", "id", "ms", "lo", "km")},
-    **{lang: "nplurals=2; plural=(n != 1);" for lang in (
-        "en", "de", "nl", "sv", "da", "nb", "nn", "no", "fi", "et", "it", "es", "pt", "el", "hu", "bg",
-        "ca", "eu", "gl", "eo", "he", "tr", "af", "sq", "hi", "bn", "fa", "ur", "sw", "fy", "lb", "is",
-        "ta", "te", "ml", "kn", "mr", "gu", "pa", "ne", "si", "az", "ka", "kk", "ky", "mn", "uz", "tk")},
-    **{lang: "nplurals=2; plural=(n > 1);" for lang in ("fr", "pt_BR", "oc", "br", "ln", "ti", "wa")},
-    **{lang: ("nplurals=3; plural=(n%10==1 && n%100!=11 ? 0 : n%10>=2 && n%10<=4 && "
-              "(n%100<10 || n%100>=20) ? 1 : 2);") for lang in ("ru", "uk", "be", "sr", "hr", "bs")},
-    "pl": "nplurals=3; plural=(n==1 ? 0 : n%10>=2 && n%10<=4 && (n%100<10 || n%100>=20) ? 1 : 2);",
-    "cs": "nplurals=3; plural=(n==1) ? 0 : (n>=2 && n<=4) ? 1 : 2;",
-    "sk": "nplurals=3; plural=(n==1) ? 0 : (n>=2 && n<=4) ? 1 : 2;",
-    "ro": "nplurals=3; plural=(n==1 ? 0 : (n==0 || (n%100 > 0 && n%100 < 20)) ? 1 : 2);",
-    "lt": "nplurals=3; plural=(n%10==1 && n%100!=11 ? 0 : n%10>=2 && (n%100<10 || n%100>=20) ? 1 : 2);",
-    "lv": "nplurals=3; plural=(n%10==1 && n%100!=11 ? 0 : n != 0 ? 1 : 2);",
-    "sl": "nplurals=4; plural=(n%100==1 ? 0 : n%100==2 ? 1 : n%100==3 || n%100==4 ? 2 : 3);",
-}
-
-_STRING = r'"(?:[^"\\]|\\.)*"'
-_KEYWORD = r"(?:msgctxt|msgid|msgid_plural|msgstr(?:\[\d+\])?)"
-_LINE_OK = re.compile(rf'^(?:#~\|?\s*)?(?:{_KEYWORD}\s+)?{_STRING}\s*$')
-#: strings in, one Outcome each out (formats.placeholders.translate_strings, bound to a translator)
-StringsFn = Callable[[list[str]], list[Outcome]]
+#: the accelerator marks of gettext catalogs: GTK's _, Qt's and KDE's &, LibreOffice's ~
+ACCELERATORS = "_&~"
+WRAP = 79  # gettext's line width
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\a": "\\a", "\b": "\\b",
+            "\f": "\\f", "\v": "\\v"}
 
 
 @dataclass
 class CatalogReport:
-    """What translating a catalog did: counts, and each entry left untranslated with where and why."""
+    """What translating a catalog did: counts, each entry left untranslated with where and why, and
+    warnings about the catalog (its header's language)."""
 
     entries: int = 0  # active entries, the header left out
     translated: int = 0
     already: int = 0  # had a translation and kept it
     left: list[str] = field(default_factory=list)  # "file:line: why"
-    changed: list[polib.POEntry] = field(default_factory=list)  # the entries given a translation
-    header_changed: bool = False  # Language, Plural-Forms or the charset set where they were unset
+    warnings: list[str] = field(default_factory=list)
 
 
-def check_lines(text: str, name: str) -> None:
-    """Refuse what polib would skip: see the module docstring."""
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped or (stripped.startswith("#") and not stripped.startswith("#~")):
-            continue
-        if stripped.startswith("#~") and not re.match(r"#~\|?\s*(?:msg|\")", stripped):
-            continue  # an obsolete entry's comment
-        if not _LINE_OK.match(stripped):
-            raise DataError(f"{name}:{number}: not a gettext line (a keyword and one quoted string, "
-                            f"or a quoted continuation): {stripped[:60]!r}")
-
-
-def read_catalog(text: str, name: str) -> polib.POFile:
-    """The catalog in ``text`` (the contents of ``name``), checked (see the module docstring)."""
-    check_lines(text, name)
-    try:
-        import polib
-    except ImportError:
-        raise DataError(f"{name}: reading gettext catalogs needs polib (a dependency of mtkit): "
-                        "pip install polib") from None
-    try:
-        catalog = polib.pofile(text, wrapwidth=79)
-    except (OSError, ValueError) as exc:  # polib: "Syntax error in po file (line N)"
-        found = re.search(r"line (\d+)", str(exc))
-        raise DataError(f"{name}:{found[1] if found else '?'}: not a valid gettext catalog ({exc})") from None
-    seen: dict[tuple[str | None, str], int] = {}
-    for entry in catalog:
-        entry.linenum = max(entry.linenum, 1)  # polib says 0 for an entry on the first line
-        key = (entry.msgctxt, entry.msgid)
-        if key in seen:
-            raise DataError(f"{name}:{entry.linenum}: msgid {entry.msgid[:40]!r} is already defined at line "
-                            f"{seen[key]}")
-        seen[key] = entry.linenum
-    return catalog
-
-
-def _needs_translation(entry: polib.POEntry, retranslate: bool) -> bool:
-    if entry.obsolete or entry.msgid == "":
-        return False
-    if retranslate:
-        return True
-    return not (entry.msgstr or any(entry.msgstr_plural.values()))
-
-
-def _plural_count(catalog: polib.POFile, name: str, tgt_lang: str) -> int:
-    """How many plural forms the target language has; sets the header where it lacks them."""
-    forms = catalog.metadata.get("Plural-Forms", "")
-    match = re.search(r"nplurals\s*=\s*(\d+)", forms)
-    if match:
-        return int(match[1])
-    known = PLURAL_FORMS.get(tgt_lang) or PLURAL_FORMS.get(tgt_lang.split("_")[0])
-    if known is None:
-        if any(e.msgid_plural for e in catalog if not e.obsolete):
-            raise DataError(f"{name}: the catalog has plural entries but no Plural-Forms header, and mtkit "
-                            f"knows no plural forms for {tgt_lang!r}: add the header for the language")
-        return 2
-    catalog.metadata["Plural-Forms"] = known
-    return int(re.search(r"nplurals=(\d+)", known)[1])  # type: ignore[index]
-
-
-def _complete_header(catalog: polib.POFile, tgt_lang: str) -> None:
-    """A header as a .pot leaves it (charset=CHARSET, Language empty) made usable for the language."""
-    if not catalog.metadata.get("Language", "").strip():
-        catalog.metadata["Language"] = tgt_lang
-    content = catalog.metadata.get("Content-Type", "")
-    if "charset=CHARSET" in content or not content:
-        catalog.metadata["Content-Type"] = "text/plain; charset=UTF-8"
-
-
-def translate_catalog(catalog: polib.POFile, name: str, translate: StringsFn, tgt_lang: str,
-                      retranslate: bool = False, fuzzy: bool = True) -> CatalogReport:
-    """Translate the entries that need it (see the module docstring), in place; what was done."""
-    active = [e for e in catalog if not e.obsolete and e.msgid != ""]
-    todo = [e for e in active if _needs_translation(e, retranslate)]
+def translate_catalog_bytes(data: bytes, name: str, plain: TranslateFn, constrained: ConstrainedFn | None,
+                            tgt_lang: str, retranslate: bool = False, fuzzy: bool = True
+                            ) -> tuple[bytes, CatalogReport]:
+    """The catalog in ``data`` (the bytes of ``name``) with its entries translated into ``tgt_lang``
+    (see the module docstring), and what was done."""
+    catalog = read(data, name)
+    active = [e for e in catalog.entries if not e.obsolete and not e.is_header]
+    todo = [e for e in active if retranslate or not e.translated]
     report = CatalogReport(entries=len(active), already=len(active) - len(todo))
+    meta = catalog.metadata()
+    language = meta.get("Language", "")
+    if language and _primary(language) != _primary(tgt_lang):
+        report.warnings.append(f"{name}: the header says Language: {language}, but the translations are "
+                               f"into {tgt_lang} (--tgt-lang, or the model's target)")
     if not todo:
-        return report
-    header_before = dict(catalog.metadata)
-    nplurals = _plural_count(catalog, name, tgt_lang)
-    _complete_header(catalog, tgt_lang)
-    report.header_changed = catalog.metadata != header_before
-    sources = [s for e in todo for s in ([e.msgid, e.msgid_plural] if e.msgid_plural else [e.msgid])]
-    outcomes = iter(translate(sources))
-    for entry in todo:
-        got = [next(outcomes) for _ in range(2 if entry.msgid_plural else 1)]
-        broken = [o for o in got if o.text is None]
-        if broken:
-            report.left.append(f"{name}:{entry.linenum}: left untranslated: {broken[0].problem}")
-            continue
-        if entry.msgid_plural:
-            singular, plural = got[0].text, got[1].text
-            entry.msgstr_plural = {n: (singular if n == 0 and nplurals > 1 else plural)
-                                   for n in range(nplurals)}
-        else:
-            entry.msgstr = got[0].text
+        return data, report
+    rule = _plural_rule(catalog, name, language or tgt_lang, any(e.msgid_plural is not None for e in todo))
+    written = _translations(catalog, name, todo, plain, constrained, rule, report)
+    if not written:
+        return data, report
+    edits: dict[int, list[str]] = {}  # line index → the lines that replace it ([] deletes it)
+    inserts: dict[int, list[str]] = {}  # line index → lines put before it
+    nl = catalog.newline
+    for entry, strings in written:
+        first, end = entry.msgstr_lines
+        prefix = re.match(r"\s*", catalog.lines[first])[0]  # type: ignore[index]
+        new = [line for n, text in strings for line in _field_lines(
+            "msgstr" if n is None else f"msgstr[{n}]", text, nl, prefix)]
+        edits.update({i: [] for i in range(first + 1, end)})
+        edits[first] = new
         if fuzzy and "fuzzy" not in entry.flags:
-            entry.flags.append("fuzzy")
-        report.changed.append(entry)
+            _add_fuzzy(catalog, entry, edits, inserts)
+    _complete_header(catalog, name, tgt_lang, rule, edits, inserts)
+    out: list[str] = []
+    for i, line in enumerate(catalog.lines):
+        out += inserts.get(i, [])
+        out += edits.get(i, [line])
+    out += inserts.get(len(catalog.lines), [])
+    text = "".join(out)
+    return (BOM if catalog.bom else b"") + text.encode(catalog.charset), report
+
+
+def _primary(lang: str) -> str:
+    return re.split(r"[-_@.]", lang.strip().lower())[0]
+
+
+def _plural_rule(catalog: Catalog, name: str, lang: str, needed: bool) -> plurals.PluralRule | None:
+    """The catalog's plural rule: its header's, else the language's; a catalog with plural entries to
+    fill and no rule to be had is refused."""
+    rule = plurals.parse(catalog.metadata().get("Plural-Forms", ""), name)
+    if rule is None:
+        rule = plurals.for_language(lang)
+    if rule is None and needed:
+        raise DataError(f"{name}: the catalog has plural entries but no Plural-Forms header, and no plural "
+                        f"rule is known for {lang!r}: add the header for the language")
+    return rule
+
+
+def _translations(catalog: Catalog, name: str, todo: list[Entry], plain: TranslateFn,
+                  constrained: ConstrainedFn | None, rule: plurals.PluralRule | None,
+                  report: CatalogReport) -> list[tuple[Entry, list[tuple[int | None, str]]]]:
+    """Each entry that could be translated, with its msgstr (None) or msgstr[n] strings."""
+    sources, syntaxes = [], []
+    for e in todo:
+        syntax = syntax_for(e.flags)
+        for text in (e.msgid,) if e.msgid_plural is None else (e.msgid, e.msgid_plural):
+            sources.append(text)
+            syntaxes.append(syntax)
+    outcomes = iter(translate_strings(sources, plain, constrained, ACCELERATORS, syntaxes))
+    singular_forms = _singular_forms(rule)
+    written = []
+    for entry in todo:
+        got: list[Outcome] = [next(outcomes) for _ in range(1 if entry.msgid_plural is None else 2)]
+        broken = next((o for o in got if o.text is None), None)
+        if broken is not None:
+            report.left.append(f"{name}:{entry.line}: left untranslated: {broken.problem}")
+            continue
+        texts = [o.text or "" for o in got]
+        if entry.msgid_plural is None:
+            strings: list[tuple[int | None, str]] = [(None, texts[0])]
+        else:
+            assert rule is not None  # _plural_rule refused the catalog otherwise
+            syntax = syntax_for(entry.flags)
+            can_count = Counter(placeholders(entry.msgid, syntax)) == Counter(
+                placeholders(entry.msgid_plural, syntax))
+            singular = singular_forms[can_count]
+            strings = [(n, texts[0] if n in singular else texts[1]) for n in range(rule.nplurals)]
+        unwritable = next((t for _, t in strings if not _encodes(t, catalog.charset)), None)
+        if unwritable is not None:
+            report.left.append(f"{name}:{entry.line}: left untranslated: {unwritable!r} cannot be written in "
+                               f"the catalog's charset {catalog.declared} (convert it: msgconv -t UTF-8)")
+            continue
+        written.append((entry, strings))
         report.translated += 1
-    return report
+    return written
 
 
-def write_catalog(catalog: polib.POFile, original: str, report: CatalogReport) -> str:
-    """The catalog as text: ``original`` with only the entries (and header) ``report`` says changed
-    rewritten, where its entries are blocks apart by blank lines, one entry each; else as polib writes
-    it all."""
-    changed, header_changed = report.changed, report.header_changed
-    if not changed and not header_changed:
-        return original
-    lines = original.splitlines(keepends=True)
-    blocks: list[tuple[int, int]] = []  # [start, end) line indices of each run of non-blank lines
-    start = None
-    for i, line in enumerate([*lines, "\n"]):
-        if line.strip() and start is None:
-            start = i
-        elif not line.strip() and start is not None:
-            blocks.append((start, i))
-            start = None
-    block_of = {}
-    for n, (a, b) in enumerate(blocks):
-        for i in range(a, b):
-            block_of[i + 1] = n
-    keyword = re.compile(r"^(?:#~\s*)?msgid\s")
-    replacements: dict[int, str] = {}
-    for entry in changed:
-        n = block_of.get(entry.linenum)
-        if n is None or sum(bool(keyword.match(lines[i])) for i in range(*blocks[n])) != 1:
-            return _with_newline(str(catalog))
-        replacements[n] = str(entry)
-    if header_changed:
-        first = next((n for n, (a, b) in enumerate(blocks)
-                      if any(re.match(r'^msgid\s+""\s*$', lines[i]) for i in range(a, b))), None)
-        if first is None or first in replacements:
-            return _with_newline(str(catalog))
-        replacements[first] = _header_text(catalog, lines[blocks[first][0]:blocks[first][1]])
-    out, previous = [], 0
-    for n, (a, b) in enumerate(blocks):
-        if n in replacements:
-            out += lines[previous:a]
-            out.append(_with_newline(replacements[n]))
-            previous = b
-    out += lines[previous:]
-    return "".join(out)
+def _singular_forms(rule: plurals.PluralRule | None) -> dict[bool, set[int]]:
+    """The forms that take the singular's translation, where the singular can count (True) or not."""
+    if rule is None:
+        return {True: set(), False: set()}
+    return {can: rule.singular_forms(can) for can in (True, False)}
 
 
-def _header_text(catalog: polib.POFile, block: list[str]) -> str:
-    """The header entry rewritten with the new metadata, its comments and flags as they were."""
-    comments = "".join(line for line in block if line.startswith("#"))
-    entry = catalog.metadata_as_entry()
-    entry.flags = []
-    return comments + str(entry)
+def _encodes(text: str, charset: str) -> bool:
+    try:
+        text.encode(charset)
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
-def _with_newline(text: str) -> str:
-    return text if text.endswith("\n") else text + "\n"
+def escape(text: str) -> str:
+    """``text`` as the inside of a PO string literal."""
+    return "".join(_ESCAPES.get(c, c) for c in text)
+
+
+def _field_lines(keyword: str, text: str, nl: str, prefix: str = "") -> list[str]:
+    """``keyword "text"`` as gettext writes it: one line where it fits in 79 columns and has no line
+    break inside; else ``keyword ""`` and the text in lines that end after each ``\\n`` and wrap at
+    spaces."""
+    escaped = escape(text)
+    single = f'{prefix}{keyword} "{escaped}"'
+    if len(single) <= WRAP and "\\n" not in escaped[:-2]:
+        return [single + nl]
+    lines = [f'{prefix}{keyword} ""{nl}']
+    for chunk in re.findall(r".*?(?:\\n|$)", escaped):
+        if not chunk:
+            continue
+        while len(chunk) + 2 > WRAP:
+            cut = chunk.rfind(" ", 0, WRAP - 2)
+            if cut <= 0:
+                cut = chunk.find(" ", WRAP - 2)
+                if cut < 0:
+                    break
+            lines.append(f'{prefix}"{chunk[:cut + 1]}"{nl}')
+            chunk = chunk[cut + 1:]
+        if chunk:
+            lines.append(f'{prefix}"{chunk}"{nl}')
+    return lines
+
+
+def _add_fuzzy(catalog: Catalog, entry: Entry, edits: dict[int, list[str]], inserts: dict[int, list[str]]
+               ) -> None:
+    """``fuzzy`` first among the entry's flags: its ``#,`` line rewritten, or one put where gettext puts
+    it (after the other comments, before the ``#|`` lines and the keywords)."""
+    nl = catalog.newline
+    if entry.flag_line is not None:
+        line = catalog.lines[entry.flag_line]
+        body = line.rstrip("\r\n")
+        rest = body[2:].strip()
+        edits[entry.flag_line] = [f"#, fuzzy, {rest}" + line[len(body):] if rest else f"#, fuzzy{nl}"]
+        return
+    at = next(i for i in range(entry.start, entry.end)
+              if catalog.lines[i].startswith(("#|", "#~|")) or not catalog.lines[i].startswith("#"))
+    inserts.setdefault(at, []).append(f"#, fuzzy{nl}")
+
+
+def _complete_header(catalog: Catalog, name: str, tgt_lang: str, rule: plurals.PluralRule | None,
+                     edits: dict[int, list[str]], inserts: dict[int, list[str]]) -> None:
+    """Template values of the header made real, a missing Plural-Forms added where plural entries need
+    it, line by line; a catalog without a header given one (see the module docstring)."""
+    header = catalog.header
+    nl = catalog.newline
+    has_plurals = any(e.msgid_plural is not None for e in catalog.entries if not e.obsolete)
+    meta = catalog.metadata()
+    wanted: dict[str, str] = {}
+    if not meta.get("Language", "").strip():
+        wanted["Language"] = tgt_lang
+    if header is None or catalog.declared.upper() in ("", "CHARSET"):
+        wanted["Content-Type"] = "text/plain; charset=UTF-8"
+    forms = meta.get("Plural-Forms", "")
+    if rule is not None and (("INTEGER" in forms or "EXPRESSION" in forms) or (has_plurals and not forms)):
+        wanted["Plural-Forms"] = rule.header
+    if not wanted:
+        return
+    if header is None:
+        fields = {"MIME-Version": "1.0", "Content-Type": "text/plain; charset=UTF-8",
+                  "Content-Transfer-Encoding": "8bit", **wanted}
+        text = "".join(f"{k}: {v}\n" for k, v in fields.items())
+        new = [*_field_lines("msgid", "", nl), *_field_lines("msgstr", text, nl), nl]
+        inserts.setdefault(0, []).extend(new)
+        return
+    first, end = header.msgstr_lines
+    if any(edits.get(i) is not None for i in range(first, end)):
+        return
+    for key, value in wanted.items():
+        found = ((i, re.match(rf'(\s*(?:msgstr\s+)?)"{re.escape(key)}\s*:', catalog.lines[i]))
+                 for i in range(first, end))
+        at, match = next(((i, m) for i, m in found if m), (None, None))
+        if at is None or match is None:
+            tail = "" if header.msgstr.endswith("\n") or not header.msgstr else "\\n"
+            inserts.setdefault(end, []).append(f'"{tail}{escape(f"{key}: {value}")}\\n"{nl}')
+            continue
+        line = catalog.lines[at]
+        if not line.rstrip("\r\n").endswith('\\n"'):
+            raise DataError(f"{name}:{at + 1}: the header's {key} is not one whole line: set it to "
+                            f"{value!r} by hand")
+        ending = line[len(line.rstrip("\r\n")):]
+        edits[at] = [f'{match[1]}"{escape(f"{key}: {value}")}\\n"{ending}']

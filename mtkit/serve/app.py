@@ -34,7 +34,7 @@ from pydantic import ValidationError
 from mtkit.decode.langid import Guess
 from mtkit.decode.translation import Candidate, Translation
 from mtkit.errors import ConfigError, MtkitError
-from mtkit.formats.documents import translate_document
+from mtkit.formats.documents import translate_html_text
 from mtkit.serve.batcher import QueueFull, Settings
 from mtkit.serve.bodies import (
     DetectRequest,
@@ -230,7 +230,7 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
                 return legs[-1](lines, constraints)
 
             retry = search if route.legs[-1].translator.can_constrain else None
-            return translate_document(text, "q", "html", route.target, search, retry).text
+            return translate_html_text(text, "q", route.target, search, retry)
 
         try:
             return await asyncio.to_thread(lambda: [page(r, t) for r, t in zip(routes, texts, strict=True)])

@@ -13,7 +13,7 @@ from mtkit.decode.translator import LoadOptions, SearchOptions, Translator
 from mtkit.errors import ConfigError
 from mtkit.formats.documents import Format, translate_document
 from mtkit.formats.placeholders import search_functions, translate_strings
-from mtkit.textio import output_file, read_lines, warn
+from mtkit.textio import read_bytes, warn, write_bytes
 from mtkit.translate.options import OutputOptions
 from mtkit.translate.progress import GrowingBar
 
@@ -48,18 +48,17 @@ def translate_document_file(model: str | Path, input: str, output: str | None, d
                             load: LoadOptions, search: SearchOptions, out: OutputOptions) -> int:
     """A catalog or page read whole, translated, written whole (mtkit.formats.documents)."""
     name = "<stdin>" if input == "-" else input
-    text = "".join(line + "\n" for line in read_lines(input)) if input != "-" else sys.stdin.read()
+    data = read_bytes(input)
     translator = Translator(model, load, search)
     show = out.progress if out.progress is not None else output is not None and sys.stderr.isatty()
     bar = GrowingBar("strings") if show else None
     try:
-        result = translate_document(text, name, doc, search.tgt_lang or translator.meta.tgt_lang,
+        result = translate_document(data, name, doc, search.tgt_lang or translator.meta.tgt_lang,
                                     *search_functions(translator, name, bar), out.retranslate, out.fuzzy)
     finally:
         if bar is not None:
             bar.stop()
-    with output_file(output) as f:
-        f.write(result.text)
+    write_bytes(output, result.data)
     for line in result.left:
         warn(line)
     print(result.summary, file=sys.stderr)

@@ -1,48 +1,63 @@
-"""HTML pages and fragments: the text of each block translated with its inline tags inside it, every
-other part of the page as it was.
+"""HTML and XHTML pages and fragments: the text of each block translated with its inline tags inside
+it; bytes in, bytes out: every other byte of the page as it was.
 
-lxml (libxml2's HTML parser) reads the page; a mismatched end tag (``<b>x</i>``) is refused in one line
-naming the line, since the page's intended structure is then unknown. Implied ends (``<p>a<p>b``) are
-not mistakes in HTML and are read as browsers read them.
+The page is read as it is written (formats/markup.py: its encoding, its tokens with their spans, its
+elements), never re-serialized from a parser's tree: a translation replaces the span of its run in the
+source, and nothing else changes (whitespace, entities, quoting, comments, the doctype, the XML
+declaration, ``<br/>``, the BOM, CRLF), except the language of an ``<html>`` start tag (``lang``,
+``xml:lang``, ``dir`` for a right-to-left target), edited in place.
 
 A *run* is what a block holds between its block children: text and inline elements (``<b>``, ``<a>``,
-``<span>`` …, nested ones too). Each run is one string for the model, so a sentence split across inline
-tags is translated as one sentence: its tags are written into the string as bare tags (``<b>``,
-``</b>``, attributes left out) and its text with ``& < >`` escaped, and the translation must keep them
-all (formats/placeholders.py: they may move within it, as the target's word order needs; a translation
-that loses one, or does not nest them, leaves the run as it was and is reported). Back in the tree, the
-k-th ``<b>`` of the translation is the k-th ``<b>`` element of the source, with its attributes.
+``<span>``, ``<button>``, ``<select>`` …, nested ones too). Each run is one string for the model, so a
+sentence split across inline tags is translated as one sentence. Its elements are written into the
+string as bare tags, numbered where a name comes more than once (``Click <a1>Save</a1> or
+<a2>Undo</a2>``), so that each keeps its own attributes when the translation reorders them; its text
+with its whitespace runs one space, ``&``, ``<``, ``>`` escaped and its entities as written
+(``&nbsp;`` is a placeholder, never a space). Inline code (``<code>``, ``<kbd>``, ``<samp>``, ``<var>``,
+with ``<br>``, ``<img>``, ``<input>``, comments) and elements not to translate travel as one token
+(``<code/>``) and come back as they were, once each.
+
+A translation is written back only when it keeps every tag once (formats/placeholders.py), nests them
+as the source did, leaves no element that had words without any (a link with no text), and, in
+XHTML, leaves the page well-formed XML; else the run stays as it was and is reported. A translation
+equal to its source changes nothing.
 
 Left as they are: ``<script>``, ``<style>``, ``<pre>``, ``<textarea>``, ``<svg>``, ``<math>``,
-``<template>``, elements with ``translate="no"`` or class ``notranslate``, every attribute, and inline
-code (``<code>``, ``<kbd>``, ``<samp>``, ``<var>``, with ``<br>``, ``<img>`` …), which travels inside its
-sentence as one token (``<code/>``).
+``<template>``, elements with ``translate="no"`` or class ``notranslate``, and every attribute.
 """
 
 from __future__ import annotations
 
 import html as htmllib
 import re
+from collections import Counter
 from collections.abc import Callable
-from copy import deepcopy
 from dataclasses import dataclass, field
 
-from lxml import etree
-from lxml import html as lxml_html
-
 from mtkit.errors import DataError
+from mtkit.formats import markup
+from mtkit.formats.markup import Node, Token
 from mtkit.formats.placeholders import Outcome
 
 INLINE = frozenset((
-    "a", "abbr", "acronym", "b", "bdi", "bdo", "big", "br", "cite", "code", "data", "del", "dfn", "em",
-    "font", "i", "img", "ins", "kbd", "label", "mark", "q", "s", "samp", "small", "span", "strike",
-    "strong", "sub", "sup", "time", "tt", "u", "var", "wbr",
+    "a", "abbr", "acronym", "b", "bdi", "bdo", "big", "br", "button", "cite", "code", "data", "datalist",
+    "del", "dfn", "em", "font", "i", "img", "input", "ins", "kbd", "label", "mark", "meter", "optgroup",
+    "option", "output", "progress", "q", "rp", "rt", "ruby", "s", "samp", "select", "small", "span",
+    "strike", "strong", "sub", "sup", "time", "tt", "u", "var", "wbr",
 ))
 #: inline elements kept whole (their content is code, or they have none)
-VERBATIM = frozenset(("br", "code", "img", "kbd", "samp", "var", "wbr"))
+VERBATIM = frozenset(("br", "code", "img", "input", "kbd", "samp", "var", "wbr"))
 #: elements whose whole content is left as it is
 SKIP = frozenset(("script", "style", "pre", "textarea", "svg", "math", "template"))
-_TOKEN = re.compile(r"<(/?)([A-Za-z][\w:.-]*)(/?)>")
+#: scripts, and languages written in one where the code names none, that are written right to left
+_RTL_SCRIPTS = frozenset(("arab", "hebr", "thaa", "syrc", "nkoo", "adlm", "rohg", "mand", "samr"))
+_RTL_LANGS = frozenset(("ar", "arb", "ara", "he", "iw", "heb", "fa", "fas", "pes", "prs", "ur", "urd",
+                        "yi", "yid", "ydd", "ps", "pus", "pbt", "sd", "snd", "ug", "uig", "dv", "div",
+                        "ckb", "syr", "azb"))
+_WS = " \t\n\r\f"
+_LABEL = re.compile(r"<(/?)([A-Za-z][\w.-]*)(/?)>")
+_ENTITY = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]*|#\d+|#[xX][0-9A-Fa-f]+);")
+_BARE_AMP = re.compile(r"&(?!(?:[A-Za-z][A-Za-z0-9]*|#\d+|#[xX][0-9A-Fa-f]+);)")
 StringsFn = Callable[[list[str]], list[Outcome]]
 
 
@@ -53,191 +68,275 @@ class PageReport:
     left: list[str] = field(default_factory=list)  # "file:line: why"
 
 
-def _skipped(el: etree._Element) -> bool:
-    return (not isinstance(el.tag, str) or el.tag in SKIP or el.get("translate", "").lower() == "no"
-            or "notranslate" in el.get("class", "").split())
+def translate_page_bytes(data: bytes, name: str, translate: StringsFn, tgt_lang: str
+                         ) -> tuple[bytes, PageReport]:
+    """The page or fragment ``data`` (the bytes of ``name``) translated (see the module docstring),
+    in its own encoding and BOM; what was done."""
+    text, encoding = markup.decode(data, name, name.lower().endswith((".xhtml", ".xht")))
+    out, report = translate_page_text(text, name, translate, tgt_lang)
+    return encoding.encode(out), report
 
 
-def _is_inline(el: etree._Element) -> bool:
-    """Inline, with nothing but inline elements below it (an inline element holding a block is a block)."""
-    if not isinstance(el.tag, str):
-        return True  # a comment or processing instruction travels as it is
-    if el.tag not in INLINE:
-        return False
-    return el.tag in VERBATIM or _skipped(el) or all(_is_inline(c) for c in el)
+def translate_page_text(text: str, name: str, translate: StringsFn, tgt_lang: str
+                        ) -> tuple[str, PageReport]:
+    """The page or fragment ``text`` translated (see the module docstring); what was done."""
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    page = _Page(text[len(bom):], name)
+    runs = [run for items in page.runs(page.root) if (run := page.run(items)) is not None]
+    outcomes = translate([r.string for r in runs]) if runs else []
+    report = PageReport(runs=len(runs))
+    splices: dict[int, tuple[int, str]] = {}
+    for run, outcome in zip(runs, outcomes, strict=True):
+        written, problem = (None, outcome.problem) if outcome.text is None else run.rebuilt(outcome.text)
+        if written is None:
+            report.left.append(f"{name}:{page.lines(run.start)}: left as it was: {problem}")
+            continue
+        report.translated += 1
+        if outcome.text != run.string:
+            splices[run.start] = (run.end, written)
+    if page.xml:
+        _keep_xml(page, splices, runs, report)
+    html_tag = next((t for t in page.tokens if t.kind == "start" and t.name == "html"), None)
+    if html_tag is not None and tgt_lang:
+        tag = page.text[html_tag.start:html_tag.end]
+        splices[html_tag.start] = (html_tag.end, _with_lang(tag, tgt_lang, page.xml))
+    return bom + _spliced(page.text, splices), report
+
+
+def _spliced(text: str, splices: dict[int, tuple[int, str]]) -> str:
+    """``text`` with each span (start: (end, new text)) replaced."""
+    parts, at = [], 0
+    for start in sorted(splices):
+        end, new = splices[start]
+        parts += [text[at:start], new]
+        at = end
+    return "".join(parts) + text[at:]
+
+
+def _keep_xml(page: _Page, splices: dict[int, tuple[int, str]], runs: list[_Run],
+              report: PageReport) -> None:
+    """Leave as it was each translated run of an XHTML page that makes it no longer well-formed XML
+    (a character XML does not allow, from the model), and report it."""
+    if not splices or markup.xml_problem(_spliced(page.text, splices)) is None:
+        return
+    by_start = {run.start: run for run in runs}
+    for start in sorted(splices):
+        problem = markup.xml_problem(_spliced(page.text, {start: splices[start]}))
+        if problem is not None:
+            del splices[start]
+            report.translated -= 1
+            report.left.append(f"{page.name}:{page.lines(by_start[start].start)}: left as it was: the "
+                               f"translation is not well-formed XML ({problem[1]})")
+
+
+@dataclass
+class _Part:
+    """An inline element of a run, by its label in the model's string: its start tag's and end tag's
+    source (a verbatim one: its whole source, as ``head``), and whether its content has words."""
+
+    whole: bool
+    head: str
+    tail: str = ""
+    words: bool = False
 
 
 @dataclass
 class _Run:
-    """A block's run: the slot of its first text (the parent's ``text`` or a block child's ``tail``),
-    and the inline children after it."""
+    """A run: its span in the page (the whitespace at its ends left out), its string for the model and
+    its elements by label."""
 
-    parent: etree._Element
-    after: etree._Element | None  # the block child whose tail starts the run; None: parent.text
-    children: list[etree._Element]
+    start: int
+    end: int
+    string: str
+    parts: dict[str, _Part]
 
-    @property
-    def lead(self) -> str:
-        return (self.parent.text if self.after is None else self.after.tail) or ""
+    def rebuilt(self, translation: str) -> tuple[str | None, str]:
+        """The page's source for ``translation`` (each tag its element's own source again), or None
+        and why it cannot be written."""
+        out: list[str] = []
+        stack: list[tuple[str, int]] = []
+        at = 0
+        for m in _LABEL.finditer(translation):
+            out.append(_for_page(translation[at:m.start()]))
+            at = m.end()
+            closing, label, empty = m[1], m[2], m[3]
+            part = self.parts.get(label)
+            if part is None or part.whole != bool(empty):
+                return None, f"{m[0]} is not a tag of the source: {translation!r}"
+            if closing:
+                if not stack or stack[-1][0] != label:
+                    return None, f"the translation's tags do not nest: {translation!r}"
+                inner = translation[stack.pop()[1]:m.start()]
+                if part.words and not _has_words(inner):
+                    return None, f"<{label}> lost its words: {translation!r}"
+            elif not empty:
+                stack.append((label, m.end()))
+            out.append(part.tail if closing else part.head)
+        if stack:
+            return None, f"the translation's tags do not nest: {translation!r}"
+        out.append(_for_page(translation[at:]))
+        return "".join(out), ""
 
-    def source(self) -> tuple[str, list[etree._Element]]:
-        """The run as the model's string, and its inline elements in document order."""
-        elements: list[etree._Element] = []
-        parts = [_escape(self.lead)]
-        for child in self.children:
-            parts.append(_serialize(child, elements))
-        return "".join(parts), elements
+
+class _Page:
+    """A page's source, tokens and elements, and its runs."""
+
+    def __init__(self, text: str, name: str) -> None:
+        self.text, self.name = text, name
+        self.lines = markup.Lines(text)
+        self.xml = markup.is_xml(text, name)
+        if self.xml and (problem := markup.xml_problem(text)) is not None:
+            raise DataError(f"{name}:{problem[0]}: not well-formed XML (an XHTML page): {problem[1]}")
+        self.tokens: list[Token] = markup.tokenize(text, name, self.xml)
+        if not self.xml:
+            markup.check_html(text, name)
+        self.root: Node = markup.build(self.tokens, text, self.xml, INLINE)
+
+    def span(self, item: Node | int) -> tuple[int, int]:
+        if isinstance(item, int):
+            return self.tokens[item].start, self.tokens[item].end
+        last = item.start if item.end is None else item.end
+        return self.tokens[item.start].start, self.tokens[last].end
+
+    def runs(self, node: Node) -> list[list[Node | int]]:
+        """Every run below ``node``, in document order, the skipped elements left out."""
+        if node.name and _skipped(node):
+            return []
+        found, current = [], []
+        for child in node.children:
+            if self.inline(child):
+                current.append(child)
+                continue
+            found.append(current)
+            current = []
+            if isinstance(child, Node):
+                found += self.runs(child)
+        found.append(current)
+        return [run for run in found if run]
+
+    def inline(self, item: Node | int) -> bool:
+        """Text, a comment, or an inline element with nothing but inline content (an inline element
+        holding a block, or whose end is only implied, is a block)."""
+        if isinstance(item, int):
+            return self.tokens[item].kind in ("text", "comment", "pi", "cdata")
+        if item.name not in INLINE or (item.end is None and not item.empty):
+            return False
+        return _verbatim(item) or all(self.inline(c) for c in item.children)
+
+    def run(self, items: list[Node | int]) -> _Run | None:
+        """The run of ``items`` with its string for the model; None where it has no words."""
+        start, end = self.span(items[0])[0], self.span(items[-1])[1]
+        source = self.text[start:end]
+        start += len(source) - len(source.lstrip(_WS))
+        end -= len(source) - len(source.rstrip(_WS))
+        if start >= end:
+            return None
+        names = Counter(_names(items, self.tokens))
+        parts: dict[str, _Part] = {}
+        seen: Counter[str] = Counter()
+        out: list[str] = []
+
+        def label(name: str) -> str:
+            seen[name] += 1
+            return name if names[name] == 1 else f"{name}{seen[name]}"
+
+        def emit(item: Node | int) -> None:
+            if isinstance(item, int) and self.tokens[item].kind == "text":
+                tok = self.tokens[item]
+                out.append(_for_model(self.text[max(tok.start, start):min(tok.end, end)]))
+            elif isinstance(item, int) or _verbatim(item):
+                name = label("x-node" if isinstance(item, int) else item.name)
+                item_start, item_end = self.span(item)
+                parts[name] = _Part(True, self.text[item_start:item_end])
+                out.append(f"<{name}/>")
+            else:
+                name = label(item.name)
+                head, tail = (self.tokens[i] for i in (item.start, item.end))  # type: ignore[arg-type]
+                out.append(f"<{name}>")
+                at = len(out)
+                for child in item.children:
+                    emit(child)
+                words = _has_words("".join(out[at:]))
+                parts[name] = _Part(False, self.text[head.start:head.end], self.text[tail.start:tail.end],
+                                    words)
+                out.append(f"</{name}>")
+
+        for item in items:
+            emit(item)
+        string = "".join(out)
+        return _Run(start, end, string, parts) if _has_words(string) else None
 
 
-def _escape(text: str) -> str:
-    """Text as the model sees it: ``& < >`` escaped, each run of whitespace (line breaks and indents
-    of the page's source among them) one space, as a browser shows it."""
-    return re.sub(r"\s+", " ", htmllib.escape(text, quote=False))
+def _names(items: list[Node | int], tokens: list[Token]) -> list[str]:
+    """The names the labels of ``items`` are made of, nested ones too."""
+    found = []
+    for item in items:
+        if isinstance(item, int):
+            if tokens[item].kind != "text":
+                found.append("x-node")
+        else:
+            found.append(item.name)
+            if not _verbatim(item):
+                found += _names(item.children, tokens)
+    return found
+
+
+def _skipped(node: Node) -> bool:
+    return (node.name in SKIP or node.attrs.get("translate", "").strip().lower() == "no"
+            or "notranslate" in node.attrs.get("class", "").split())
+
+
+def _verbatim(node: Node) -> bool:
+    return node.empty or node.name in VERBATIM or _skipped(node)
+
+
+def _for_model(source: str) -> str:
+    """A run's text as the model sees it: each whitespace run one space, as a browser shows it;
+    entities as written; a bare ``&``, ``<`` and ``>`` escaped."""
+    text = _BARE_AMP.sub("&amp;", source).replace("<", "&lt;").replace(">", "&gt;")
+    return re.sub(f"[{_WS}]+", " ", text)
+
+
+def _for_page(text: str) -> str:
+    """Translated text as page source: its entities as they are, a bare ``&``, ``<``, ``>`` escaped."""
+    return htmllib.escape(text, quote=False) if "&" not in text else "".join(
+        part if n % 2 else htmllib.escape(part, quote=False)
+        for n, part in enumerate(re.split(f"({_ENTITY.pattern})", text)))
 
 
 def _has_words(source: str) -> bool:
     return bool(re.search(r"[^\W\d_]", re.sub(r"<[^>]*>|&#?\w+;", " ", source)))
 
 
-def _serialize(el: etree._Element, elements: list[etree._Element]) -> str:
-    if not isinstance(el.tag, str) or el.tag in VERBATIM or _skipped(el):
-        elements.append(el)
-        name = el.tag if isinstance(el.tag, str) else "x-node"
-        return f"<{name}/>" + _escape(el.tail or "")
-    elements.append(el)
-    inner = _escape(el.text or "") + "".join(_serialize(c, elements) for c in el)
-    return f"<{el.tag}>{inner}</{el.tag}>" + _escape(el.tail or "")
+def _rtl(lang: str) -> bool:
+    """Whether ``lang`` (a BCP 47 or NLLB code: ``ar``, ``fa-IR``, ``arb_Arab``) is written right to
+    left."""
+    parts = lang.replace("_", "-").lower().split("-")
+    script = next((p for p in parts[1:] if len(p) == 4 and p.isalpha()), "")
+    return script in _RTL_SCRIPTS if script else parts[0] in _RTL_LANGS
 
 
-def _runs(el: etree._Element) -> list[_Run]:
-    """Every run of the page below ``el``, in document order, the skipped elements left out."""
-    if _skipped(el):
-        return []
-    runs = []
-    current = _Run(el, None, [])
-    for child in el:
-        if _is_inline(child):
-            current.children.append(child)
-            continue
-        runs.append(current)
-        runs += _runs(child)
-        current = _Run(el, child, [])
-    runs.append(current)
-    return runs
-
-
-def _rebuild(run: _Run, text: str, elements: list[etree._Element]) -> None:
-    """Put the translation ``text`` of ``run`` in its place (see the module docstring)."""
-    by_name: dict[str, list[etree._Element]] = {}
-    for el in elements:
-        by_name.setdefault(el.tag if isinstance(el.tag, str) else "x-node", []).append(el)
-    used: dict[str, int] = {}
-    top: list[etree._Element] = []
-    stack: list[etree._Element] = []
-    lead: list[str] = []
-
-    def add_text(s: str) -> None:
-        s = htmllib.unescape(s)
-        holder = stack[-1] if stack else None
-        siblings = list(holder) if holder is not None else top
-        if siblings:
-            siblings[-1].tail = (siblings[-1].tail or "") + s
-        elif holder is not None:
-            holder.text = (holder.text or "") + s
-        else:
-            lead.append(s)
-
-    def place(node: etree._Element) -> None:
-        if stack:
-            stack[-1].append(node)
-        else:
-            top.append(node)
-
-    at = 0
-    for m in _TOKEN.finditer(text):
-        add_text(text[at:m.start()])
-        at = m.end()
-        closing, name, empty = m[1], m[2], m[3]
-        if closing:
-            stack.pop()
-            continue
-        original = by_name[name][used.get(name, 0)]
-        used[name] = used.get(name, 0) + 1
-        if empty:
-            node = deepcopy(original)
-            node.tail = None
-            place(node)
-        else:
-            node = etree.Element(original.tag, attrib=dict(original.attrib))
-            place(node)
-            stack.append(node)
-    add_text(text[at:])
-    for child in run.children:
-        run.parent.remove(child)
-    position = 0 if run.after is None else run.parent.index(run.after) + 1
-    for n, node in enumerate(top):
-        run.parent.insert(position + n, node)
-    if run.after is None:
-        run.parent.text = "".join(lead)
-    else:
-        run.after.tail = "".join(lead)
-
-
-def _nests(text: str, elements: list[etree._Element]) -> bool:
-    """The translation's tags open and close in a well-nested order, each closing the last one open."""
-    stack: list[str] = []
-    for m in _TOKEN.finditer(text):
-        if m[1]:
-            if not stack or stack.pop() != m[2]:
-                return False
-        elif not m[3]:
-            stack.append(m[2])
-    return not stack
-
-
-def parse_page(text: str, name: str) -> tuple[etree._Element, bool]:
-    """The page's tree and whether it is a whole document (else a fragment, in a <div> made here)."""
-    parser = lxml_html.HTMLParser(recover=True)
-    whole = bool(re.match(r"\s*(?:<!--.*?-->\s*)*<(?:!doctype|html)\b", text, re.I | re.S))
-    try:
-        root = (lxml_html.document_fromstring(text, parser=parser) if whole
-                else lxml_html.fragment_fromstring(text, create_parent="div", parser=parser))
-    except (etree.ParserError, ValueError) as exc:
-        raise DataError(f"{name}: not an HTML page ({exc})") from None
-    for error in parser.error_log:
-        if error.type_name == "ERR_TAG_NAME_MISMATCH":
-            raise DataError(f"{name}:{error.line}: {error.message.strip()}")
-    return root, whole
-
-
-def page_text(root: etree._Element, whole: bool, original: str) -> str:
-    """The tree as HTML again: a document with its doctype, a fragment as its contents."""
-    if whole:
-        doctype = root.getroottree().docinfo.doctype
-        return lxml_html.tostring(root, encoding="unicode", doctype=doctype or None) + "\n"
-    inner = (htmllib.escape(root.text or "", quote=False)
-             + "".join(lxml_html.tostring(c, encoding="unicode") for c in root))
-    return inner + ("\n" if original.endswith("\n") and not inner.endswith("\n") else "")
-
-
-def translate_page(root: etree._Element, name: str, translate: StringsFn) -> PageReport:
-    """Translate every run below ``root`` in place (see the module docstring); what was done."""
-    runs, sources = [], []
-    for run in _runs(root):
-        source = run.source()
-        if _has_words(source[0]):
-            runs.append(run)
-            sources.append(source)
-    outcomes = translate([s for s, _ in sources]) if runs else []
-    report = PageReport(runs=len(runs))
-    for run, (_, elements), outcome in zip(runs, sources, outcomes, strict=True):
-        line = run.parent.sourceline if run.after is None else run.after.sourceline
-        if outcome.text is None:
-            report.left.append(f"{name}:{line}: left as it was: {outcome.problem}")
-        elif not _nests(outcome.text, elements):
-            report.left.append(f"{name}:{line}: left as it was: the translation's tags do not nest: "
-                               f"{outcome.text!r}")
-        else:
-            _rebuild(run, outcome.text, elements)
-            report.translated += 1
-    return report
+def _with_lang(tag: str, lang: str, xml: bool) -> str:
+    """The ``<html>`` start tag ``tag`` with ``lang`` (and ``xml:lang`` where it has one, or in XHTML)
+    set to the target language, and ``dir`` to its direction where it has one or the target is
+    written right to left; each value edited in place, missing ones added after the name."""
+    code = htmllib.escape(lang.replace("_", "-"))
+    values = {"lang": code, "xml:lang": code, "dir": "rtl" if _rtl(lang) else "ltr"}
+    attrs = markup.attributes(tag)
+    have = {a.name for a in attrs}
+    edits = []
+    for a in attrs:
+        if a.name in values:
+            start, end = a.span
+            quote = tag[start] if start < end and tag[start] in "\"'" else '"'
+            edits.append((start, end, f"{'' if start < end else '='}{quote}{values[a.name]}{quote}"))
+    added = [f'{n}="{values[n]}"' for n in ("lang", "xml:lang") if n not in have
+             and (n == "lang" or xml) and not have & {"lang", "xml:lang"}]
+    if "dir" not in have and _rtl(lang):
+        added.append('dir="rtl"')
+    name_end = re.match(r"<[^\s/>]+", tag).end()  # type: ignore[union-attr]
+    if added:
+        edits.append((name_end, name_end, "".join(" " + a for a in added)))
+    for start, end, new in sorted(edits, reverse=True):
+        tag = tag[:start] + new + tag[end:]
+    return tag

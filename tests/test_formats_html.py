@@ -84,7 +84,8 @@ def test_structure_attributes_and_untranslated_parts_stay_and_text_is_translated
 
 
 def test_the_identity_model_gives_the_page_back_byte_for_byte():
-    page = "<!-- head -->\r\n<p  class=x>Hello&nbsp;<b\n>you</b >,\r\n  dear &#160; &lt;friend&gt; & co.</p>\r\n"
+    page = ("<!-- head -->\r\n<p  class=x>Hello&nbsp;<b\n>you</b >,\r\n  dear &#160; &lt;friend&gt; & co.</p>"
+            "\r\n")
     out, report = translate(page, model=lambda lines: lines)
     assert out == page and report.translated == report.runs == 1
 
@@ -215,8 +216,9 @@ def test_xhtml_keeps_its_declaration_doctype_namespaces_and_self_closed_tags():
     out, report = translate(XHTML, calls=calls, name="ch1.xhtml")
     assert calls == ["Chapter one", "Read&nbsp;this <a>note</a>.<br/>Then <img/> go."]
     assert out == (XHTML.replace('xml:lang="en"', 'xml:lang="de"').replace("Chapter one", "CHAPTER ONE")
-                   .replace('Read&nbsp;this <a href="n.xhtml#x">note</a>.<br/>Then <img src="i.png" alt=""/> go.',
-                            'READ&nbsp;THIS <a href="n.xhtml#x">NOTE</a>.<br/>THEN <img src="i.png" alt=""/> GO.'))
+                   .replace("Read&nbsp;this", "READ&nbsp;THIS")
+                   .replace("note</a>.<br/>Then", "NOTE</a>.<br/>THEN")
+                   .replace('alt=""/> go.', 'alt=""/> GO.'))
     etree.fromstring(out.encode(), etree.XMLParser(resolve_entities=False))
     assert report.left == []
 
@@ -262,7 +264,8 @@ def test_utf16_with_a_bom_comes_back_in_utf16():
 
 def test_undecodable_bytes_are_refused_naming_the_file_and_line():
     with pytest.raises(DataError, match=r"p\.html:2: not utf-8 text"):
-        translate_page_bytes(b"<p>fine</p>\n<p>caf\xe9</p>", "p.html", lambda s: translate_strings(s, upper), "de")
+        translate_page_bytes(b"<p>fine</p>\n<p>caf\xe9</p>", "p.html", lambda s: translate_strings(s, upper),
+                             "de")
 
 
 def test_cli_format_html_and_one_line_errors(tmp_path):
@@ -289,14 +292,16 @@ def test_cli_format_html_and_one_line_errors(tmp_path):
 WORDS = ("Save", "the", "file", "now", "Édition", "open")
 SPACES = (" ", " ", "  ", "\n  ", "\t")
 ENTITIES = ("&nbsp;", "&amp;", "&#160;", "&lt;", "&gt;", "&#xE9;")
-XHTML_HEAD = ('<?xml version="1.0" encoding="utf-8"?>\n<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Strict//EN" '
-              '"http://www.w3.org/TR/xhtml1/DTD/xhtml1-strict.dtd">\n<html xmlns="http://www.w3.org/1999/xhtml" '
-              'lang="en" xml:lang="en">\n<head><title>T</title></head>\n<body>\n')
+XHTML_HEAD = ('<?xml version="1.0" encoding="utf-8"?>\n'
+              '<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Strict//EN" '
+              '"http://www.w3.org/TR/xhtml1/DTD/xhtml1-strict.dtd">\n'
+              '<html xmlns="http://www.w3.org/1999/xhtml" lang="en" xml:lang="en">\n'
+              '<head><title>T</title></head>\n<body>\n')
 
 
 @st.composite
 def texts(draw) -> str:
-    parts = draw(st.lists(st.one_of(st.sampled_from(WORDS), st.sampled_from(ENTITIES)), min_size=1, max_size=4))
+    parts = draw(st.lists(st.sampled_from(WORDS + ENTITIES), min_size=1, max_size=4))
     return "".join(p + draw(st.sampled_from(SPACES)) for p in parts)
 
 
@@ -309,8 +314,9 @@ def inline(xml: bool, depth: int = 0):
 
     @st.composite
     def element(draw) -> str:
-        name = draw(st.sampled_from(("a", "b", "em", "span", "button") if depth == 0 else ("b", "em", "span")))
-        attrs = draw(st.sampled_from(("", ' href="x.html"', " class='k'", ' title="a &amp; b"', ' data-n="1"' if xml else " data-n=1")))
+        name = draw(st.sampled_from(("a", "b", "em", "span", "button")[0 if depth == 0 else 1:4]))
+        unquoted = ' data-n="1"' if xml else " data-n=1"
+        attrs = draw(st.sampled_from(("", ' href="x.html"', " class='k'", ' title="a &amp; b"', unquoted)))
         inner = "".join(draw(st.lists(inline(xml, depth + 1), min_size=1, max_size=3)))
         return f"<{name}{attrs}>{inner}</{name}>"
 
@@ -406,7 +412,7 @@ def check_output(source: str, out: str, report, xml: bool) -> None:
                 got = got.replace(part.head, "\0", 1)
         heads = Counter(p.head for p in run.parts.values() if not p.whole)
         tails = Counter(p.tail for p in run.parts.values() if not p.whole)
-        assert all(got.count(h) == n for h, n in heads.items()) and all(got.count(t) == n for t, n in tails.items())
+        assert all(got.count(h) == n for h, n in (heads + tails).items())
     assert changed <= report.translated and report.translated + len(report.left) == report.runs == len(runs)
     if xml:
         etree.fromstring(out.encode(), etree.XMLParser(resolve_entities=False, no_network=True))

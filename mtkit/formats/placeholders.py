@@ -35,7 +35,7 @@ from mtkit.errors import DataError
 from mtkit.formats import icu
 
 _PRINTF = (r"%(?:\([A-Za-z_]\w*\)|[1-9]\d*\$)?[-+#0'I]*(?:\d+|\*)?(?:\.(?:\d+|\*))?"
-           r"(?:(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGaAcsSp%m]|<PRI[A-Za-z0-9_]+>)")
+           r"(?:(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGaAcsSp%mr]|<PRI[A-Za-z0-9_]+>)")
 #: printf directives as C reads them, the space flag too ("% d"): "100% sure" is no directive in prose,
 #: but a translation of a string with directives must not gain one that printf would read
 _PRINTF_C = re.compile(_PRINTF.replace("[-+#0'I]", "[-+ #0'I]"))
@@ -63,7 +63,12 @@ FLAG_SYNTAX = {
     "gcc-internal-format": r"%[qlw+#]*[<>'qsdiucDEFTV]|%<|%>",
     "php-format": r"%(?:[1-9]\d*\$)?(?:'.|[-+ 0])*\d*(?:\.\d+)?[bcdeEfFgGosuxX]",
 }
+#: the flags of printf's syntax: in their strings every % starts a directive (msgfmt refuses a stray one)
+PRINTF_FLAGS = frozenset(("c-format", "objc-format", "python-format", "php-format", "perl-format",
+                          "awk-format", "lua-format", "gcc-internal-format", "gfc-internal-format",
+                          "javascript-format", "ruby-format", "tcl-format", "sh-printf-format"))
 _BY_FLAGS: dict[frozenset[str], re.Pattern[str]] = {}
+_PRINTF_SYNTAXES: set[re.Pattern[str]] = set()
 
 
 def syntax_for(flags: Sequence[str], extra: str = "") -> re.Pattern[str]:
@@ -75,6 +80,8 @@ def syntax_for(flags: Sequence[str], extra: str = "") -> re.Pattern[str]:
     if key not in _BY_FLAGS:
         parts = [*(FLAG_SYNTAX[f] for f in sorted(families)), *([extra] if extra else []), *_GENERIC]
         _BY_FLAGS[key] = re.compile("|".join(f"(?:{p})" for p in parts))
+        if PRINTF_FLAGS & set(flags):
+            _PRINTF_SYNTAXES.add(_BY_FLAGS[key])
     return _BY_FLAGS[key]
 
 
@@ -110,17 +117,33 @@ def kept(source: str, translation: str, syntax: re.Pattern[str] = PLACEHOLDER) -
         return "; ".join(part for part in (
             "lost " + " ".join(sorted(lost.elements())) if lost else "",
             "added " + " ".join(sorted(added.elements())) if added else "") if part)
-    if any(_PRINTF_WHOLE.fullmatch(p) for p in want):
+    if syntax in _PRINTF_SYNTAXES or any(_PRINTF_WHOLE.fullmatch(p) for p in want):
         c_lost = Counter(_PRINTF_C.findall(source)) - Counter(_PRINTF_C.findall(translation))
         c_added = Counter(_PRINTF_C.findall(translation)) - Counter(_PRINTF_C.findall(source))
         if c_lost or c_added:
             return "printf directives changed: " + " ".join(sorted({*c_lost, *c_added}))
         if _PRINTF_C.sub("", translation).count("%") > _PRINTF_C.sub("", source).count("%"):
             return "a % that starts no printf directive"  # printf would read one, and msgfmt refuses it
+    if _nested(want) and not _nested(got):
+        return "tags out of nesting: " + " ".join(p for p in got if p.startswith("<"))
     order_want = [p for p in want if _ordered(p)]
     if order_want != [p for p in got if _ordered(p)]:
         return " ".join(order_want) + " out of order"
     return ""
+
+
+def _nested(found: list[str]) -> bool:
+    """Whether the tags among ``found`` open and close in a well-nested order (``<b><i></i></b>``)."""
+    stack: list[str] = []
+    for p in found:
+        tag = re.match(r"<(/?)([A-Za-z][\w:.-]*)[^>]*?(/?)>$", p)
+        if tag is None or tag[3]:
+            continue
+        if not tag[1]:
+            stack.append(tag[2])
+        elif not stack or stack.pop() != tag[2]:
+            return False
+    return not stack
 
 
 @dataclass

@@ -46,6 +46,9 @@ from mtkit.formats.po_read import BOM, Catalog, Entry, read
 #: the accelerator marks of gettext catalogs: GTK's _, Qt's and KDE's &, LibreOffice's ~
 ACCELERATORS = "_&~"
 WRAP = 79  # gettext's line width
+#: format flags whose every plural form must use every argument of msgid_plural, even a form for 1 alone
+#: (what msgfmt --check-format 0.21 does: for the other syntaxes it lets such a form leave the number out)
+STRICT_FORMS = frozenset(("qt-format", "lua-format", "scheme-format", "lisp-format"))
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\a": "\\a", "\b": "\\b",
             "\f": "\\f", "\v": "\\v"}
 
@@ -145,9 +148,13 @@ def _translations(catalog: Catalog, name: str, todo: list[Entry], plain: Transla
         else:
             assert rule is not None  # _plural_rule refused the catalog otherwise
             syntax = syntax_for(entry.flags)
-            can_count = Counter(placeholders(entry.msgid, syntax)) == Counter(
-                placeholders(entry.msgid_plural, syntax))
-            singular = singular_forms[can_count]
+            one = Counter(placeholders(entry.msgid, syntax))
+            many = Counter(placeholders(entry.msgid_plural, syntax))
+            # msgfmt checks every form against msgid_plural: the singular's translation may stand in a
+            # form only with none of the plural's placeholders missing but where the form is for 1 alone
+            # (and never with one missing in the syntaxes whose every form must use every argument)
+            strict = one != many and STRICT_FORMS & set(entry.flags)
+            singular = singular_forms[one == many] if one <= many and not strict else set()
             strings = [(n, texts[0] if n in singular else texts[1]) for n in range(rule.nplurals)]
         unwritable = next((t for _, t in strings if not _encodes(t, catalog.charset)), None)
         if unwritable is not None:

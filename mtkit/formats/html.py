@@ -63,6 +63,8 @@ StringsFn = Callable[[list[str]], list[Outcome]]
 
 @dataclass
 class PageReport:
+    """What became of a page's runs, for the caller's summary and its report lines."""
+
     runs: int = 0  # runs with words, translated or not
     translated: int = 0
     left: list[str] = field(default_factory=list)  # "file:line: why"
@@ -96,6 +98,7 @@ def translate_page_text(text: str, name: str, translate: StringsFn, tgt_lang: st
             splices[run.start] = (run.end, written)
     if page.xml:
         _keep_xml(page, splices, runs, report)
+        report.left.sort(key=lambda line: int(line[len(name) + 1:].split(":", 1)[0]))
     html_tag = next((t for t in page.tokens if t.kind == "start" and t.name == "html"), None)
     if html_tag is not None and tgt_lang:
         tag = page.text[html_tag.start:html_tag.end]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import codecs
 import re
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -68,6 +69,8 @@ def decode(data: bytes, name: str, xml: bool | None = None) -> tuple[str, Encodi
     label = found[1].decode("ascii").lower() if found else "utf-8"
     if not _XML_ENCODING.match(head) and label in _AS_1252 and not xml:
         label = "cp1252"
+    if label.startswith(("utf-16", "utf-32")):
+        label = "utf-8"  # a page whose label could be read as ASCII is not UTF-16 (its BOM would say so)
     try:
         codec = codecs.lookup(label).name
     except LookupError:
@@ -151,7 +154,7 @@ def _add_text(tokens: list[Token], start: int, end: int) -> None:
         tokens.append(Token("text", start, end))
 
 
-def _markup(text: str, lt: int, xml: bool, error) -> Token | None:  # noqa: ANN001
+def _markup(text: str, lt: int, xml: bool, error: Callable[[int, str], DataError]) -> Token | None:
     """The markup token at ``text[lt] == "<"``, None where it starts none."""
     for opener, closer, kind in (("<!--", "-->", "comment"), ("<![CDATA[", "]]>", "cdata"),
                                  ("<!", ">", "doctype"), ("<?", "?>" if xml else ">", "pi")):

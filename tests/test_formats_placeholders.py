@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from mtkit.errors import DataError
-from mtkit.formats.placeholders import kept, placeholders, translate_strings
+from mtkit.formats.placeholders import kept, placeholders, syntax_for, translate_strings
 
 
 @pytest.mark.parametrize("text", [
@@ -191,3 +191,49 @@ def test_search_functions_give_the_beams_candidates_part_by_part_and_report_them
     forced = constrained(["the house is small"], [["tea"]])
     assert any("tea" in c for c in forced[0])
     assert progress.grown == 4 and progress.advanced == [2, 1, 1]
+
+
+# ------------------------------------------------------------------ syntaxes by flag, ICU, accelerators
+def test_gettext_inttypes_macros_and_rubys_named_directives_are_whole_placeholders():
+    assert placeholders("read %<PRIu64> of %5<PRId32> in %{dir}") == ["%<PRIu64>", "%5<PRId32>", "%{dir}"]
+    assert kept("read %<PRIu64> bytes", "lese <PRIu64> Bytes") == "lost %<PRIu64>; added <PRIu64>"
+
+
+def test_a_flag_names_its_syntax():
+    qt = syntax_for(["qt-format"])
+    assert placeholders("Copy %1 to %2 (%L3)", qt) == ["%1", "%2", "%L3"]
+    assert placeholders("Copy %1 to %2") == []  # unflagged: prose
+    assert kept("Copy %1 to %2", "Kopiere %2 nach %1", qt) == ""  # positional: free to move
+    assert kept("Copy %1 to %2", "Kopiere %2 nach", qt) == "lost %1"
+    brace = syntax_for(["python-brace-format"])
+    assert placeholders("Use {{x}} for {name}", brace) == ["{{", "}}", "{name}"]
+    c = syntax_for(["c-format", "fuzzy"])
+    assert kept("Help:", "Hilfe: 100%!", c) == "a % that starts no printf directive"
+    assert kept("Help:", "Hilfe: 100%!") == ""  # no printf syntax: prose
+
+
+def test_tags_that_nest_in_the_source_must_nest_in_the_translation():
+    assert kept("<b>bold <i>it</i></b>", "<b>fett <i>es</b></i>") .startswith("tags out of nesting")
+    assert kept("<b>bold</b> <i>it</i>", "<i>es</i> <b>fett</b>") == ""
+
+
+def test_icu_plural_branches_are_translated_apart_with_their_structure_kept():
+    model, calls = _recording(upper_outside)
+    source = "You have {count, plural, offset:1 =0 {no files} one {# file} other {# files '{'x'}'}} left"
+    out = translate_strings([source], model)
+    assert out[0].text == ("YOU HAVE {count, plural, offset:1 =0 {NO FILES} one {# FILE} "
+                           "other {# FILES '{'X'}'}} LEFT")
+    assert sorted(calls[0]) == ["# file", "# files '{'x'}'", "no files"]  # the branches, on their own
+    assert calls[1] == ["You have {count} left"]
+    dropped = translate_strings([source], lambda ls: [s.replace("#", "") for s in ls])
+    assert dropped[0].text is None and "lost #" in dropped[0].problem
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("E_xit", "_BEENDEN"), ("Op&en file", "&DATEI ÖFFNEN"), ("Propert_ies", "_EIGENSCHAFTEN"),
+    ("file_name", "FILE_NAME"), ("LC_ALL", "LC_ALL"), ("AT&T", "AT&T"), ("Save__all", "SAVE__ALL"),
+])
+def test_an_accelerator_inside_a_capitalised_word_is_one_and_a_name_is_not(text, expected):
+    german = {"Exit": "Beenden", "Open file": "Datei öffnen", "Properties": "Eigenschaften"}
+    out = translate_strings([text], lambda ls: [german.get(s, s).upper() for s in ls], accelerators="_&~")
+    assert out[0].text == expected

@@ -27,7 +27,7 @@ from __future__ import annotations
 import copy
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -67,21 +67,39 @@ FLAG_SYNTAX = {
 PRINTF_FLAGS = frozenset(("c-format", "objc-format", "python-format", "php-format", "perl-format",
                           "awk-format", "lua-format", "gcc-internal-format", "gfc-internal-format",
                           "javascript-format", "ruby-format", "tcl-format", "sh-printf-format"))
-_BY_FLAGS: dict[frozenset[str], re.Pattern[str]] = {}
-_PRINTF_SYNTAXES: set[re.Pattern[str]] = set()
 
 
-def syntax_for(flags: Sequence[str], extra: str = "") -> re.Pattern[str]:
+@dataclass(frozen=True)
+class Syntax:
+    """The placeholders of one kind of string: a regex finding them, and whether the string is in a
+    printf syntax (then every ``%`` in it starts a directive)."""
+
+    regex: re.Pattern[str]
+    printf: bool = False
+
+    def findall(self, text: str) -> list[str]:
+        return self.regex.findall(text)
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        return self.regex.finditer(text)
+
+    def sub(self, replacement: str, text: str) -> str:
+        return self.regex.sub(replacement, text)
+
+
+GENERIC = Syntax(PLACEHOLDER)
+_BY_FLAGS: dict[tuple[frozenset[str], bool, str], Syntax] = {}
+
+
+def syntax_for(flags: Sequence[str], extra: str = "") -> Syntax:
     """The placeholders of a string whose gettext entry has ``flags`` (its ``*-format`` flags name the
     syntax; "no-…-format" ones and others are ignored): the family's own forms before the generic set,
     and ``extra`` (a regex; ICU plural branches add ``#``)."""
     families = frozenset(f for f in flags if f in FLAG_SYNTAX)
-    key = families | ({"extra:" + extra} if extra else set())
+    key = (families, bool(PRINTF_FLAGS & set(flags)), extra)
     if key not in _BY_FLAGS:
         parts = [*(FLAG_SYNTAX[f] for f in sorted(families)), *([extra] if extra else []), *_GENERIC]
-        _BY_FLAGS[key] = re.compile("|".join(f"(?:{p})" for p in parts))
-        if PRINTF_FLAGS & set(flags):
-            _PRINTF_SYNTAXES.add(_BY_FLAGS[key])
+        _BY_FLAGS[key] = Syntax(re.compile("|".join(f"(?:{p})" for p in parts)), key[1])
     return _BY_FLAGS[key]
 
 
@@ -98,7 +116,7 @@ TranslateFn = Callable[[list[str]], Sequence["str | list[str]"]]
 ConstrainedFn = Callable[[list[str], list[list[str]]], Sequence["str | list[str]"]]
 
 
-def placeholders(text: str, syntax: re.Pattern[str] = PLACEHOLDER) -> list[str]:
+def placeholders(text: str, syntax: Syntax = GENERIC) -> list[str]:
     """The placeholders of ``text`` (in ``syntax``, the generic set by default), in order."""
     return syntax.findall(text)
 
@@ -108,7 +126,7 @@ def _ordered(placeholder: str) -> bool:
     return bool(_PRINTF_WHOLE.fullmatch(placeholder)) and not re.match(r"%(?:[(%]|[1-9]\d*\$)", placeholder)
 
 
-def kept(source: str, translation: str, syntax: re.Pattern[str] = PLACEHOLDER) -> str:
+def kept(source: str, translation: str, syntax: Syntax = GENERIC) -> str:
     """'' when ``translation`` keeps the placeholders of ``source`` (see the module docstring), else
     what is wrong, in a few words ("lost %s", "added <b>", "%s %d out of order")."""
     want, got = placeholders(source, syntax), placeholders(translation, syntax)
@@ -117,7 +135,7 @@ def kept(source: str, translation: str, syntax: re.Pattern[str] = PLACEHOLDER) -
         return "; ".join(part for part in (
             "lost " + " ".join(sorted(lost.elements())) if lost else "",
             "added " + " ".join(sorted(added.elements())) if added else "") if part)
-    if syntax in _PRINTF_SYNTAXES or any(_PRINTF_WHOLE.fullmatch(p) for p in want):
+    if syntax.printf or any(_PRINTF_WHOLE.fullmatch(p) for p in want):
         c_lost = Counter(_PRINTF_C.findall(source)) - Counter(_PRINTF_C.findall(translation))
         c_added = Counter(_PRINTF_C.findall(translation)) - Counter(_PRINTF_C.findall(source))
         if c_lost or c_added:
@@ -157,13 +175,13 @@ class _Piece:
 @dataclass
 class _Parsed:
     pieces: list[_Piece]
-    syntax: re.Pattern[str]
+    syntax: Syntax
     mark: str = ""  # the accelerator mark taken out ('' for none)
     mark_letter: str = ""
     mark_piece: int = -1
 
 
-def _accelerator(text: str, marks: str, syntax: re.Pattern[str]) -> re.Match[str] | None:
+def _accelerator(text: str, marks: str, syntax: Syntax) -> re.Match[str] | None:
     """The one accelerator of ``text``, or None where it has none or several (then nothing is moved):
     a mark before a letter or digit (not doubled, which writes the mark itself; not inside a
     placeholder, such as an entity's ``&``), at a word's start (``_Open``) or inside a capitalised word
@@ -184,7 +202,7 @@ def _accelerator(text: str, marks: str, syntax: re.Pattern[str]) -> re.Match[str
     return found[0] if len(found) == 1 else None
 
 
-def _parse(text: str, marks: str, syntax: re.Pattern[str]) -> _Parsed:
+def _parse(text: str, marks: str, syntax: Syntax) -> _Parsed:
     parsed = _Parsed([], syntax)
     for n, part in enumerate(_BREAKS.split(text)):
         if n % 2:  # a break
@@ -210,7 +228,7 @@ def _parse(text: str, marks: str, syntax: re.Pattern[str]) -> _Parsed:
     return parsed
 
 
-def _with_mark(text: str, mark: str, letter: str, syntax: re.Pattern[str]) -> str:
+def _with_mark(text: str, mark: str, letter: str, syntax: Syntax) -> str:
     """``text`` with the accelerator ``mark`` before a letter: the same letter at a word's start if it
     has one, else the first letter at a word's start, else its first letter or digit, else first."""
     if not mark:
@@ -234,13 +252,13 @@ class Outcome:
 
 def translate_strings(strings: Sequence[str], translate: TranslateFn,
                       constrained: ConstrainedFn | None = None, accelerators: str = "",
-                      syntaxes: Sequence[re.Pattern[str]] | None = None) -> list[Outcome]:
+                      syntaxes: Sequence[Syntax] | None = None) -> list[Outcome]:
     """Translations of ``strings`` with every placeholder kept, or None with the reason (see the module
     docstring). ``constrained`` (None where the engine has none) retries the broken pieces;
     ``accelerators``: the marks that may stand before an accelerator key (e.g. "_&~" for catalogs);
     ``syntaxes``: each string's placeholders (``syntax_for`` its entry's flags; the generic set where
     None). ICU complex arguments are translated branch by branch (formats/icu.py)."""
-    syntaxes = list(syntaxes) if syntaxes is not None else [PLACEHOLDER] * len(strings)
+    syntaxes = list(syntaxes) if syntaxes is not None else [GENERIC] * len(strings)
     outers, icu_args, branch_outcomes = _icu_branches(strings, translate, constrained, accelerators, syntaxes)
     outcomes = _translate_plain(outers, translate, constrained, accelerators, syntaxes)
     for i, (args, marks) in icu_args.items():
@@ -264,14 +282,14 @@ _IcuArgs = tuple[list[icu.ComplexArg], list[str]]
 
 
 def _icu_branches(strings: Sequence[str], translate: TranslateFn, constrained: ConstrainedFn | None,
-                  accelerators: str, syntaxes: list[re.Pattern[str]]
+                  accelerators: str, syntaxes: list[Syntax]
                   ) -> tuple[list[str], dict[int, _IcuArgs], dict[int, list[Outcome]]]:
     """Each string with its ICU complex arguments standing as ``{name}``; per string that had some, the
     arguments and their stand-ins; and the outcomes of their branch messages, translated as strings of
     their own (``#`` a placeholder in plural branches)."""
     outers: list[str] = []
     found: dict[int, _IcuArgs] = {}
-    branches: list[tuple[int, str, re.Pattern[str]]] = []
+    branches: list[tuple[int, str, Syntax]] = []
     for i, text in enumerate(strings):
         args = icu.complex_args(text) if "{" in text else []
         if not args:
@@ -291,13 +309,13 @@ def _icu_branches(strings: Sequence[str], translate: TranslateFn, constrained: C
     return outers, found, per
 
 
-def _with_hash(syntax: re.Pattern[str]) -> re.Pattern[str]:
+def _with_hash(syntax: Syntax) -> Syntax:
     """``syntax`` with ICU's ``#`` (the number, in a plural branch) as a placeholder too."""
-    return re.compile(f"(?:#)|{syntax.pattern}")
+    return Syntax(re.compile(f"(?:#)|{syntax.regex.pattern}"), syntax.printf)
 
 
 def _translate_plain(strings: Sequence[str], translate: TranslateFn, constrained: ConstrainedFn | None,
-                     accelerators: str, syntaxes: list[re.Pattern[str]]) -> list[Outcome]:
+                     accelerators: str, syntaxes: list[Syntax]) -> list[Outcome]:
     """``translate_strings`` for strings without ICU complex arguments."""
     parsed = [_parse(s, accelerators, syntax) for s, syntax in zip(strings, syntaxes, strict=True)]
     cores = [(i, n, piece.core) for i, p in enumerate(parsed)
@@ -339,7 +357,7 @@ def _translate_plain(strings: Sequence[str], translate: TranslateFn, constrained
     return outcomes
 
 
-def _choose(cores: list[str], found: Sequence[str | list[str]], syntaxes: Sequence[re.Pattern[str]]
+def _choose(cores: list[str], found: Sequence[str | list[str]], syntaxes: Sequence[Syntax]
             ) -> tuple[list[str], list[str]]:
     """Per core, the first candidate that keeps its placeholders ('' for its problem), or the best
     candidate and what is wrong with it."""
@@ -352,7 +370,7 @@ def _choose(cores: list[str], found: Sequence[str | list[str]], syntaxes: Sequen
     return texts, problems
 
 
-def _constrained(constrained: ConstrainedFn, cores: list[str], syntaxes: list[re.Pattern[str]]
+def _constrained(constrained: ConstrainedFn, cores: list[str], syntaxes: list[Syntax]
                  ) -> list[str | None]:
     """Each core translated with its placeholders as constraints (its first candidate that keeps
     them, else its best); None for one whose placeholders the model cannot write at all (a subword it

@@ -50,6 +50,7 @@ demo: install
 	$(MAKE) -C recipes/demo PYTHON="$(if $(findstring /,$(PYTHON)),$(abspath $(PYTHON)),$(PYTHON))"
 
 # e.g. make bench BENCH_ARGS="--quick" or BENCH_ARGS="--only translate --model DIR"
+# (its parts are the modules at bench/ top level; one-off studies are in bench/studies/: bench/README.md)
 bench: install
 	$(PYTHON) bench/run.py $(BENCH_ARGS)
 

@@ -133,7 +133,7 @@ def _has_cuda() -> bool:
 
 
 def _cpu_training():
-    path = SCRIPT.parent / "cpu_training.py"
+    path = SCRIPT.parent / "studies" / "cpu_training.py"
     spec = importlib.util.spec_from_file_location("bench_cpu_training", path)
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(SCRIPT.parent))
@@ -142,7 +142,7 @@ def _cpu_training():
 
 
 def test_cpu_training_variants_are_config_overrides_and_unknown_ones_are_refused(tmp_path, capsys):
-    """bench/cpu_training.py: each variant is `--set` overrides of real config keys; an unknown
+    """bench/studies/cpu_training.py: each variant is `--set` overrides of real config keys; an unknown
     variant is a usage error, missing data one line saying how to make it."""
     from mtkit.config.experiment import Config, apply_overrides, from_dict, to_dict
 

@@ -1,5 +1,5 @@
-"""bench/catalogs.py's own parts (offline): blanking keeps every other byte, the fake model keeps every
-placeholder where it was, the hostile one breaks some, mikutter's Ruby flags."""
+"""bench/studies/catalogs.py's own parts (offline): blanking keeps every other byte, the fake model keeps
+every placeholder where it was, the hostile one breaks some, mikutter's Ruby flags."""
 
 import importlib.util
 from pathlib import Path
@@ -7,7 +7,7 @@ from pathlib import Path
 import polib
 
 spec = importlib.util.spec_from_file_location("bench_catalogs",
-                                              Path(__file__).parents[1] / "bench/catalogs.py")
+                                              Path(__file__).parents[1] / "bench/studies/catalogs.py")
 catalogs = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(catalogs)
 

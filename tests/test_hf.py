@@ -366,9 +366,9 @@ def test_an_output_that_holds_something_is_never_overwritten(spms, tmp_path):
 
 
 def test_bench_hf_flow_generate_finds_what_mtkit_translate_finds(spms, tmp_path):
-    """bench/hf_flow.py (the realistic flow of docs/results.md, 2026-11-27): `generate` with only the
+    """bench/studies/hf_flow.py (the realistic flow of docs/notebook/hf.md): `generate` with only the
     export's generation_config and num_beams, batched by length, on the sentences mtkit cuts the lines
-    into (bench/hf_segment.py) and joined back (--join), writes the text `mtkit translate` writes,
+    into (bench/studies/hf_segment.py) and joined back (--join), writes the text `mtkit translate` writes,
     greedy and beam; `compare` counts the identical lines."""
     from mtkit.decode.translator import Translator
 
@@ -377,7 +377,7 @@ def test_bench_hf_flow_generate_finds_what_mtkit_translate_finds(spms, tmp_path)
     lines = [x for x in LINES if x] + sentences(20, 7) + ["the cat sat . Where are you going ?"]
     src = tmp_path / "src.txt"
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    bench = Path(__file__).resolve().parents[1] / "bench"
+    bench = Path(__file__).resolve().parents[1] / "bench" / "studies"
     sent = tmp_path / "src.sent.txt"
     done = subprocess.run([sys.executable, str(bench / "hf_segment.py"), str(src), "-o", str(sent)],
                           capture_output=True, text=True, timeout=120)

@@ -2,7 +2,8 @@
 """What makes training faster on a CPU without native bf16, measured variant against variant in one run.
 
     python bench/run.py --only prepare          # once: bench/work/data-bin (deb-en-de, joint BPE 8000)
-    python bench/cpu_training.py [--steps 60] [--warmup 20] [--variants fp32,fp32-compile,bf16] [--rounds 2]
+    python bench/studies/cpu_training.py [--steps 60] [--warmup 20] [--rounds 2]
+        [--variants fp32,fp32-compile,bf16]
 
 Each variant trains transformer-small (the deb-en-de recipe's config, batches of 4,096 tokens) for
 ``--steps`` updates as its own `mtkit train` process and reports target tokens/s over the updates after
@@ -29,7 +30,7 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: run.py
 from run import corpus_files, default_data, machine_info, mtkit, run_measured, throughput, write_config  # noqa: E402
 
 VARIANTS = {
@@ -52,7 +53,7 @@ def cpu_flags() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--work", type=Path, default=Path(__file__).parent / "work")
+    parser.add_argument("--work", type=Path, default=Path(__file__).resolve().parents[1] / "work")
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=2)

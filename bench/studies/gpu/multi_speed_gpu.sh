@@ -1,8 +1,8 @@
 #!/bin/bash
 # Training speed of the multilingual model against a bilingual one of the same size, each alone on the
 # GPU (the "tokens/s unchanged"): recipes/deb-multi's multi.yaml and en-de.yaml, STEPS updates
-# each, alternated REPEATS times; prints each run's `speed:` line. Data as for bench/multi_gpu.sh.
-#   OUT=/tmp/out STEPS=1500 REPEATS=2 bash bench/multi_speed_gpu.sh
+# each, alternated REPEATS times; prints each run's `speed:` line. Data as for bench/studies/gpu/multi_gpu.sh.
+#   OUT=/tmp/out STEPS=1500 REPEATS=2 bash bench/studies/gpu/multi_speed_gpu.sh
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 DEV=${DEV:-cuda}; STEPS=${STEPS:-1500}; REPEATS=${REPEATS:-2}; G=${GPU_DATA:-$PWD/.gpu3}; W=${WORKDIR:-/tmp/speed}

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Two parts of a training step measured alone, behind two constants of mtkit/train:
 
-    python bench/train_parts.py loss [ROWS ...]         # LOSS_BLOCK_ROWS (train/loss.py)
-    python bench/train_parts.py validation MODEL_DIR    # SEARCH_MAX_TOKENS (train/validation.py)
+    python bench/studies/train_parts.py loss [ROWS ...]         # LOSS_BLOCK_ROWS (train/loss.py)
+    python bench/studies/train_parts.py validation MODEL_DIR    # SEARCH_MAX_TOKENS (train/validation.py)
 
 ``loss`` times the output layer and the loss, forward and backward, on batches of ~3,800 target
 positions (d 256, V 8,000, bf16, sizes varying as token-budget batches do), for each block size and

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`python bench/langid.py`: how well and how fast `mtkit serve` identifies languages (/detect and
+"""`python bench/studies/langid.py`: how well and how fast `mtkit serve` identifies languages (/detect and
 ``source: auto``, mtkit/decode/langid.py with py3langid).
 
 Accuracy per language on the dev sets of the Debian corpora (DATA, default ../shared/data beside the
@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from mtkit.decode.langid import LanguageIdentifier  # noqa: E402

@@ -7,7 +7,7 @@ plain: a short script that tokenizes with the export's sentencepiece model, call
 mtkit: the whole `mtkit translate` command, with and without ``--scores`` (which scores every
 hypothesis cut at the length limit again, as every run did before SearchOptions.scores).
 
-    python bench/ct2_plain.py --export DIR --input test.en [--input other.en] [--runs 3] [--beams 1,5]
+    python bench/studies/ct2_plain.py --export DIR --input test.en [--input other.en] [--runs 3] [--beams 1,5]
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PLAIN = r'''
 import sys, time, ctranslate2, sentencepiece as spm
 export, src, beam, limit_a, limit_b, threads, sub_batch = sys.argv[1:8]

@@ -1,6 +1,6 @@
 """Where an MRT update's time goes: `mtkit train` with timers around each phase, on any device.
 
-    python bench/mrt_profile.py [--profile] [--fp32-mask] -- CONFIG.yaml [mtkit train options]
+    python bench/studies/mrt_profile.py [--profile] [--fp32-mask] -- CONFIG.yaml [mtkit train options]
 
 runs ``mtkit train`` in this process and prints, per update, its seconds and those of the candidate
 search, the sentence costs, the teacher-forced forward pass and the rest (backward and optimizer
@@ -9,7 +9,7 @@ updates 5 and 6 (the table sorted by self device time, and both tables to ``$OUT
 ``--fp32-mask`` hands SDPA the attention mask in fp32 as before commit 0268a29, for comparison.
 docs/results.md ("Minimum risk training on a GPU") quotes it, e.g.
 
-    cd recipes/deb-en-de && python ../../bench/mrt_profile.py --profile -- mrt2.yaml --device cuda \\
+    cd recipes/deb-en-de && python ../../bench/studies/mrt_profile.py --profile -- mrt2.yaml --device cuda \\
         --max-steps 7 --set training.max_tokens=16384 --set training.model_dir=/tmp/mrt-profile
 """
 

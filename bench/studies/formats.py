@@ -13,7 +13,7 @@
    commands, greedy, same model (``--speed-model``, e.g. the int8 export users run on a CPU) and
    threads, in one run.
 
-    python bench/formats.py --model recipes/deb-en-de/work/transformer --data ../shared/data/deb-en-de
+    python bench/studies/formats.py --model recipes/deb-en-de/work/transformer --data ../shared/data/deb-en-de
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import polib
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from mtkit.formats.placeholders import kept, placeholders  # noqa: E402
 

@@ -9,7 +9,7 @@
 # their timing are made on the CPU afterwards: recipes/student_table.py).
 # Run from the repository root with .gpu/ holding train.en.gz, dev.{en,de}, test.{en,de} and
 # recipes/deb-en-de/work/data-bin prepared (the recipe's joint BPE 8,000):
-#   OUT=/tmp/out TT=3.5 DEADLINE=560 bash bench/student_base_gpu.sh
+#   OUT=/tmp/out TT=3.5 DEADLINE=560 bash bench/studies/gpu/student_base_gpu.sh
 # Env: DEV (cuda), TT teacher minutes, DEADLINE (seconds from the start by which the students stop and
 # packing begins, minus ~45 s), NLINES (0 = every training line), STUDENT_LS (label smoothing of the
 # students, 0), WORKDIR (/tmp/sb), SKIP_TEACHER (1: the teacher in WORKDIR is kept, as on the same warm

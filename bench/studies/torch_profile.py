@@ -7,7 +7,7 @@ tokenization); the operators that take the
 most time (self CPU time, with their call counts); and the number of operator calls per decoding
 step and sentence. Run it beside the same lines through the ct2 engine (`--export`) for the bar.
 
-    python bench/torch_profile.py --model DIR [--export EXPORT] [--input test.en] [--lines 300]
+    python bench/studies/torch_profile.py --model DIR [--export EXPORT] [--input test.en] [--lines 300]
         [--beam 1] [--precision fp32]
 """
 
@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 

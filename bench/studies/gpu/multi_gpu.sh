@@ -8,7 +8,7 @@
 # (sacrebleu, paired bootstrap, off-target rate) is done afterwards on any machine.
 # Run from the repository root with the clean split (recipes/deb-multi/split.py) in $GPU_DATA
 # (train.en-de.{en,de}.gz, train.en-es.{en,es}.gz, {dev,test}.3way.{en,de,es}):
-#   OUT=/tmp/out N=5000 MODELS="multi en-de en-es de-en es-en" bash bench/multi_gpu.sh
+#   OUT=/tmp/out N=5000 MODELS="multi en-de en-es de-en es-en" bash bench/studies/gpu/multi_gpu.sh
 # Env: DEV (cuda), N (updates per bilingual model), MODELS (config names of recipes/deb-multi; a name
 # starting with "multi" gets 4 × N), VALID (validate every VALID updates), CAP (minutes: no model trains
 # longer, whatever its updates), WORKDIR (/tmp/multi).

@@ -8,7 +8,7 @@ per distinct length limit, as before; 1.25: the default) or ``old``: the engine 
 checkout (``--against DIR``, e.g. ``git worktree add /tmp/old 761cb5e``), run on the same loaded model.
 Prints sentences/s, the ratio to the first variant and the lines equal to the first variant's.
 
-    python bench/ct2_buckets.py --export EXPORT --size 48 --variants old,1.25 --against /tmp/old
+    python bench/studies/ct2_buckets.py --export EXPORT --size 48 --variants old,1.25 --against /tmp/old
         [--input test.en] [--beam 5]
 """
 
@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 

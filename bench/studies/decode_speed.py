@@ -1,6 +1,6 @@
 """Where the time of `mtkit translate` goes: start-up, model load, and the search itself.
 
-    python bench/decode_speed.py --model DIR --input test.en --ref test.de --device cuda \
+    python bench/studies/decode_speed.py --model DIR --input test.en --ref test.de --device cuda \
         --max-tokens 16000,64000,256000 [--profile trace.txt]
 
 Times, in one process: importing torch and mtkit, loading the model (Translator), then each decoding
@@ -23,7 +23,7 @@ T0 = time.perf_counter()
 import torch  # noqa: E402
 
 T_TORCH = time.perf_counter()
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from mtkit.decode.translator import Translator  # noqa: E402
 
 T_MTKIT = time.perf_counter()

@@ -3,7 +3,7 @@
 # corpus (gzipped, made by `mtkit distill` from the teacher's translations) with the teacher's BPE model,
 # train recipes/deb-en-de/student-micro.yaml for MT minutes, hand back the model directory's small files.
 # Inputs in GPU_DATA (default .gpu2/): distilled.{en,de}.gz, bpe.model, dev.*, test.*, student-micro.yaml.
-#   OUT=/tmp/out MT=1.6 bash bench/student_micro_gpu.sh
+#   OUT=/tmp/out MT=1.6 bash bench/studies/gpu/student_micro_gpu.sh
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 G=${GPU_DATA:-$PWD/.gpu2}; W=${WORKDIR:-/tmp/micro}; MT=${MT:-1.5}; DEV=${DEV:-cuda}; mkdir -p $W $OUT

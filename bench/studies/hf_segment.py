@@ -1,9 +1,9 @@
 """Cut a text file into the sentences `mtkit translate` searches (mtkit's own splitter,
-`mtkit.decode.segment`), so that `bench/hf_flow.py generate --join` gives `transformers` the same
+`mtkit.decode.segment`), so that `bench/studies/hf_flow.py generate --join` gives `transformers` the same
 inputs: `mtkit translate` cuts every line into sentences and joins their translations with a space
 (26% of the deb-en-de test lines are cut), `generate` translates a line as it stands.
 
-    python bench/hf_segment.py test.en -o test.sent.en      # writes test.sent.en and test.sent.en.count
+    python bench/studies/hf_segment.py test.en -o test.sent.en  # writes test.sent.en and test.sent.en.count
 
 OUT holds one sentence a line; OUT.count one number a line of the input: how many sentences it gave
 (0 for an empty line), which `hf_flow.py generate --join OUT.count` uses to join the translations back.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`python bench/langid_served.py`: which question about a text's language is right more often for a
+"""`python bench/studies/langid_served.py`: which question about a text's language is right more often for a
 server, measured on the Debian dev sentences (issue #41; mtkit/decode/langid.py).
 
 A server of two of {en, de, es} (each of the three such servers in turn) is sent text in all three:
@@ -17,7 +17,7 @@ import itertools
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from mtkit.decode.langid import LanguageIdentifier  # noqa: E402

@@ -6,7 +6,7 @@
 # the control) side by side -> int8 exports with and without shortlists, packed under $OUT.
 # Run from the repository root with the data in .gpu/ (train.en.gz, dev.*, test.*, and a
 # ctranslate2 wheel when WHL=1) and recipes/deb-en-de/work/data-bin prepared:
-#   OUT=/tmp/out TT=2 ST=2.25 bash bench/student_gpu.sh
+#   OUT=/tmp/out TT=2 ST=2.25 bash bench/studies/gpu/student_gpu.sh
 # Env: DEV (cuda), TT teacher minutes, ST student minutes, NLINES (0 = all training lines), WHL (1 =
 # install the ctranslate2 wheel in .gpu/ first), WORKDIR (/tmp/st).
 set -u

@@ -2,13 +2,14 @@
 `MarianMTModel.generate` on a directory written by `mtkit export --format hf`, and compare two outputs.
 No mtkit import here: this is what a user with only `transformers` runs (docs/results.md, 2026-11-27).
 
-    python bench/hf_flow.py generate HF_DIR -i test.en -o hyp.de [--beam 1] [--batch-size 32] [--threads 2]
-    python bench/hf_flow.py generate HF_DIR -i test.sent.en --join test.sent.en.count -o hyp.de
-    python bench/hf_flow.py compare A B --ref test.de        # BLEU of both, identical lines
-    python bench/hf_flow.py rescore HF_DIR A B --src test.en --count test.sent.en.count
+    python bench/studies/hf_flow.py generate HF_DIR -i test.en -o hyp.de [--beam 1] [--batch-size 32]
+        [--threads 2]
+    python bench/studies/hf_flow.py generate HF_DIR -i test.sent.en --join test.sent.en.count -o hyp.de
+    python bench/studies/hf_flow.py compare A B --ref test.de        # BLEU of both, identical lines
+    python bench/studies/hf_flow.py rescore HF_DIR A B --src test.en --count test.sent.en.count
 
 `mtkit translate` cuts every line into sentences and joins their translations with a space; `generate`
-translates a line as it stands. For the same inputs, cut the file first with `bench/hf_segment.py`
+translates a line as it stands. For the same inputs, cut the file first with `bench/studies/hf_segment.py`
 (mtkit's splitter) and give `--join` its count file: the sentences' translations are joined back into
 one line per input line as mtkit joins them.
 
@@ -127,7 +128,8 @@ def main() -> None:
                    help="the first N lines only (0 = all); with --join, lines of the original file")
     g.add_argument("--length-penalty", type=float,
                    help="instead of the export's (0 = mtkit's length_norm none, 1 = average)")
-    g.add_argument("--join", help="a count file of bench/hf_segment.py: join the sentences into lines")
+    g.add_argument("--join", help="a count file of bench/studies/hf_segment.py: join the sentences "
+                   "into lines")
     c = sub.add_parser("compare")
     c.add_argument("a")
     c.add_argument("b")
@@ -137,7 +139,7 @@ def main() -> None:
     r.add_argument("a")
     r.add_argument("b")
     r.add_argument("--src", required=True)
-    r.add_argument("--count", required=True, help="bench/hf_segment.py's count file of --src")
+    r.add_argument("--count", required=True, help="bench/studies/hf_segment.py's count file of --src")
     r.add_argument("--threads", type=int, default=2)
     args = p.parse_args()
     print(json.dumps({"generate": generate, "compare": compare, "rescore": rescore}[args.cmd](args)))

@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # The real programs under their machine-translated catalogs (issue #48): the German and Russian catalogs
-# of util-linux and findutils that `python bench/catalogs.py check` wrote (bench/work/catalogs/out/KIND),
+# of util-linux and findutils that `python bench/studies/catalogs.py check` wrote (bench/work/catalogs/out/KIND),
 # compiled with msgfmt and put where the programs look for them (/usr/share/locale/LANG/LC_MESSAGES,
 # bind-mounted over in a private mount namespace: the system's files are never touched), and every
 # installed binary of util-linux, bsdutils, bsdextrautils, util-linux-extra, mount and findutils run in
 # harmless forms: --help, --version, a bad option, and (an allowlist) a missing file or a read-only
 # listing. A crash is an exit status of 128 or more (a signal); a hang (timeout) is counted apart.
 #
-#   bash bench/catalog_programs.sh [fake|hostile] [LANG...]     # default: fake de ru; needs root (unshare -m)
+#   bash bench/studies/catalog_programs.sh [fake|hostile] [LANG...]     # default: fake de ru; needs root (unshare -m)
 #
 # The locales (de_DE.UTF-8, ru_RU.UTF-8) are compiled with localedef into a temporary LOCPATH.
 # Results: bench/results/catalog_programs.KIND.tsv (program, form, lang, status, translated?), summary on stdout.
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 KIND=${1:-fake}; shift || true
 LANGS=${*:-de ru}
 OUT=$ROOT/bench/work/catalogs/out/$KIND
@@ -29,7 +29,7 @@ if [ "${_MTKIT_INSIDE:-}" != 1 ]; then
         if [ -d "/usr/share/locale/$lang/LC_MESSAGES" ]; then cp -a "/usr/share/locale/$lang/LC_MESSAGES/." "$TMP/mo/$lang/"; fi
         for domain in util-linux findutils; do
             po=$OUT/$domain/$lang.$lang.$KIND.po
-            [ -f "$po" ] || { echo "$po missing: run python bench/catalogs.py check first" >&2; exit 2; }
+            [ -f "$po" ] || { echo "$po missing: run python bench/studies/catalogs.py check first" >&2; exit 2; }
             # no --check: a hostile catalog that msgfmt --check refuses is compiled all the same, to see
             # what its broken directives do to the program
             msgfmt -o "$TMP/mo/$lang/$domain.mo" "$po"

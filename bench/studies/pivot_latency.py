@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`python bench/pivot_latency.py`: what one pivoted request costs against one direct request on
+"""`python bench/studies/pivot_latency.py`: what one pivoted request costs against one direct request on
 `mtkit serve` (issue #41), in process (FastAPI's TestClient), one request at a time.
 
 A server of two tiny random bilingual models (es→en, en→de; tests/serve_helpers.served_model:
@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 

@@ -2,7 +2,7 @@
 """Where training memory goes: RSS (and glibc's heap in use / free) after each update of the deb-en-de
 transformer-small, under one heap policy (set before the trainer starts).
 
-    python bench/memtrace.py POLICY UPDATES [VALIDATE_EVERY]
+    python bench/studies/memtrace.py POLICY UPDATES [VALIDATE_EVERY]
     # POLICY: glibc (mtkit's), heap, never_trim, mmap1m
 
 VALIDATE_EVERY defaults to UPDATES / 2 (one validation, after which the heap's free pages are handed
@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: run.py
 import run as bench  # noqa: E402
 
 import mtkit.train.trainer as trainer  # noqa: E402

@@ -12,7 +12,7 @@ The threads: the main thread runs the HTTP event loop (uvicorn, FastAPI, pydanti
 the ct2 engine the two busiest are CTranslate2's translators (one a core); the batcher's worker
 tokenizes, calls the engine and detokenizes.
 
-    python bench/serve_split.py --model EXPORT [--input test.en] [--rounds 4] [--seconds 15]
+    python bench/studies/serve_split.py --model EXPORT [--input test.en] [--rounds 4] [--seconds 15]
 
 Needs wrk (`apt-get install wrk`) and the serve extra.
 """
@@ -29,7 +29,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 

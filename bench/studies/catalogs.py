@@ -3,9 +3,9 @@ errors, every byte of what was not translated kept, on Debian's catalogs of C, P
 programs and gettext's own examples (sh, perl-brace, php, java, ... formats), in German and in Slavic
 languages of three plural forms.
 
-    python bench/catalogs.py fetch                     # sources -> bench/work/catalogs (manifest.json)
-    python bench/catalogs.py check                     # fake models, no trained model needed
-    python bench/catalogs.py check --model DIR [--tgt-lang de]   # `mtkit translate --no-fuzzy` instead
+    python bench/studies/catalogs.py fetch               # sources -> bench/work/catalogs (manifest.json)
+    python bench/studies/catalogs.py check               # fake models, no trained model needed
+    python bench/studies/catalogs.py check --model DIR [--tgt-lang de]  # `mtkit translate --no-fuzzy` instead
 
 `fetch` downloads the Debian source tarballs named in SOURCES (pool address, snapshot address as a
 fallback, sha256 checked) and takes their .po/.pot files out, with their format flags and comments
@@ -45,9 +45,9 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WORK = ROOT / "bench/work/catalogs"
 POOL = "http://deb.debian.org/debian/pool/main/"
 SNAPSHOT = "http://snapshot.debian.org/archive/debian/20250520T000000Z/pool/main/"

@@ -4,7 +4,7 @@ parameters, as Helsinki-NLP/opus-mt-en-de), each conversion in its own process, 
 wall time, and the peak resident memory of the process (VmHWM) beside the same process's baseline
 (Python, torch and mtkit imported, nothing converted), whose difference is what the conversion holds.
 
-    python bench/hf_convert.py [--dir /tmp/hf-bench]
+    python bench/studies/hf_convert.py [--dir /tmp/hf-bench]
 
 Needs `pip install 'mtkit[hf]'`. Prints one JSON line per conversion.
 """

@@ -1,6 +1,6 @@
 """Where minimum risk training's candidate weight goes: beam n-best against samples.
 
-    python bench/mrt_candidates.py MODEL_DIR DATA_DIR [--sentences 120] [--beam 4] [--samples 4]
+    python bench/studies/mrt_candidates.py MODEL_DIR DATA_DIR [--sentences 120] [--beam 4] [--samples 4]
         [--alpha 1.0] [--metric bleu] [--split train] [--seed 1]
 
 For ``--sentences`` random pairs of ``DATA_DIR``'s split, generates the candidates an MRT update with

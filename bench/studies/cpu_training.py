@@ -17,7 +17,7 @@ Variants (``--set`` overrides of the recipe's config):
 * ``fp32-1thread``  one thread, for the scaling from 1 to 2 cores.
 
 The machine (CPU model, its AVX-512 / bf16 flags) is printed with the table; add the figures to
-docs/results.md with this command and the date.
+docs/notebook with this command and the date.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`mtkit translate` on a CTranslate2 export against CTranslate2 itself (docs/results.md, "CPU decoding
+"""`mtkit translate` on a CTranslate2 export against CTranslate2 itself (docs/notebook, "CPU decoding
 against plain CTranslate2"): the same export, lines and thread layout (one-thread translators side by
 side, one per core, sub-batches of mtkit's token budget), in one run.
 
@@ -64,7 +64,7 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from mtkit.decode.ct2 import SUB_BATCH_TOKENS
-    from mtkit.decode.exported import read_manifest
+    from mtkit.interop.manifest import read_manifest
 
     decoding = read_manifest(args.export).config.decoding
     work = Path(args.work)

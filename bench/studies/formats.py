@@ -1,4 +1,4 @@
-"""Placeholders, catalogs and speed of `mtkit translate --format po` / `--placeholders` (docs/results.md,
+"""Placeholders, catalogs and speed of `mtkit translate --format po` / `--placeholders` (docs/notebook,
 "Files and placeholders"). Three measurements with one model:
 
 1. the deb-en-de test lines whose English holds a placeholder (printf, brace, dollar, tag, entity or a

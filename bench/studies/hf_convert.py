@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-BASELINE = "import torch, safetensors.torch, mtkit.hf, mtkit.cli.app"
+BASELINE = "import torch, safetensors.torch, mtkit.cli.app; from mtkit.interop import hf"
 
 
 def make_marian(root: Path) -> int:
@@ -81,8 +81,8 @@ def main() -> None:
     size_mib = params * 4 / 2**20
     base_s, base_mib = measure(BASELINE)
     for name, code in (
-        ("import-hf", f"{BASELINE}; mtkit.hf.import_hf({str(root / 'hf')!r}, {str(root / 'mtkit')!r})"),
-        ("export-hf", f"{BASELINE}; mtkit.hf.export_hf({str(root / 'mtkit')!r}, {str(root / 'back')!r})"),
+        ("import-hf", f"{BASELINE}; hf.import_hf({str(root / 'hf')!r}, {str(root / 'mtkit')!r})"),
+        ("export-hf", f"{BASELINE}; hf.export_hf({str(root / 'mtkit')!r}, {str(root / 'back')!r})"),
     ):
         for out in ("mtkit", "back") if name == "import-hf" else ("back",):
             subprocess.run(["rm", "-rf", str(root / out)], check=True)

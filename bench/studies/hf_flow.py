@@ -1,6 +1,6 @@
 """The realistic Hugging Face flow of docs/hf.md, the `transformers` side: translate a file with
 `MarianMTModel.generate` on a directory written by `mtkit export --format hf`, and compare two outputs.
-No mtkit import here: this is what a user with only `transformers` runs (docs/results.md, 2026-11-27).
+No mtkit import here: this is what a user with only `transformers` runs (docs/notebook, 2026-11-27).
 
     python bench/studies/hf_flow.py generate HF_DIR -i test.en -o hyp.de [--beam 1] [--batch-size 32]
         [--threads 2]

@@ -30,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from mtkit.decode.langid import LanguageIdentifier  # noqa: E402
+from mtkit.langid import LanguageIdentifier  # noqa: E402
 
 SERVED = ("en", "de", "es")
 FILES = {"en": ("deb-en-de/dev.en", "deb-en-es/dev.en"), "de": ("deb-en-de/dev.de",),

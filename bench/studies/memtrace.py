@@ -10,7 +10,7 @@ back); a value above UPDATES measures training alone. Besides the resident size 
 2 ms, the bytes glibc's allocator has handed out (heap and mapped blocks): their peak against the
 resident peak is what fragmentation costs.
 
-Needs bench/work/data-bin (`python bench/run.py --only prepare`). docs/results.md quotes its output.
+Needs bench/work/data-bin (`python bench/run.py --only prepare`). docs/notebook quotes its output.
 """
 
 from __future__ import annotations

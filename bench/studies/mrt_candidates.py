@@ -9,7 +9,7 @@ samples, duplicates dropped, in eval mode and bf16 where the CPU has it, as `mtk
 and prints, averaged over the sentences: the share of Q(y|x) ∝ P(y|x)^α that falls on the sampled
 candidates, how many candidates hold more than 1% of it, the cost (1 − sentence BLEU or chrF / 100) of
 the beam's best and of the cheapest candidate, the expected cost, and the length ratios. On the
-deb-en-de recipe's annealed model at α = 1 the samples held 0.8% of the weight (docs/results.md,
+deb-en-de recipe's annealed model at α = 1 the samples held 0.8% of the weight (docs/notebook,
 "Minimum risk training from beam candidates"): they cost most of an update and move almost nothing,
 which is why recipes/deb-en-de/mrt3.yaml uses the beam alone.
 """

@@ -7,7 +7,7 @@ search, the sentence costs, the teacher-forced forward pass and the rest (backwa
 step), each phase timed between device synchronisations. ``--profile`` adds `torch.profiler` over
 updates 5 and 6 (the table sorted by self device time, and both tables to ``$OUT`` or /tmp);
 ``--fp32-mask`` hands SDPA the attention mask in fp32 as before commit 0268a29, for comparison.
-docs/results.md ("Minimum risk training on a GPU") quotes it, e.g.
+docs/notebook ("Minimum risk training on a GPU") quotes it, e.g.
 
     cd recipes/deb-en-de && python ../../bench/studies/mrt_profile.py --profile -- mrt2.yaml --device cuda \\
         --max-steps 7 --set training.max_tokens=16384 --set training.model_dir=/tmp/mrt-profile

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The GPU half of `make -C recipes/deb-multi` as one command, for a machine that takes one prepared
-# script (the lent device of docs/results.md, "Multilingual"): prepare every model's data-bin, train
+# script (the lent device of docs/notebook, "Multilingual"): prepare every model's data-bin, train
 # the models side by side at an equal budget in updates (N each for the bilingual models, 4 × N for a
 # multilingual one: the same max_tokens per update, so updates × tokens are equal), then translate the
 # three-way test set with each (beam 5): the four trained directions, the zero-shot de→es and es→de

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue #42 as one prepared command for a lent GPU (docs/results.md, "Students of the transformer-base
+# Issue #42 as one prepared command for a lent GPU (docs/notebook, "Students of the transformer-base
 # teacher"): the transformer-base teacher (recipes/deb-en-de/transformer-base.yaml, as `make gpu` trains
 # it, for TT minutes), its last 5 checkpoints averaged -> its beam-5 translation of the training source
 # (two halves side by side on the card) -> mtkit distill -> mtkit prepare with the teacher's BPE -> the

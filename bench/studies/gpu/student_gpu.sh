@@ -1,6 +1,6 @@
 #!/bin/bash
 # The GPU half of `make -C recipes/deb-en-de student` (recipes/student.mk) as one command, for a
-# machine that takes one prepared script (the lent device of docs/results.md, "Students"): the
+# machine that takes one prepared script (the lent device of docs/notebook, "Students"): the
 # teacher (recipes/deb-en-de/transformer.yaml) -> its beam-5 translation of the training source ->
 # mtkit distill -> the students (base and tiny on the distilled corpus, base on the original pairs:
 # the control) side by side -> int8 exports with and without shortlists, packed under $OUT.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# One more student on a lent GPU (docs/results.md, "Students": the micro student): prepare a distilled
+# One more student on a lent GPU (docs/notebook, "Students": the micro student): prepare a distilled
 # corpus (gzipped, made by `mtkit distill` from the teacher's translations) with the teacher's BPE model,
 # train recipes/deb-en-de/student-micro.yaml for MT minutes, hand back the model directory's small files.
 # Inputs in GPU_DATA (default .gpu2/): distilled.{en,de}.gz, bpe.model, dev.*, test.*, student-micro.yaml.

@@ -45,7 +45,7 @@ __all__ = ["__version__", *_LAZY]
 _MOVED = {
     **{f"mtkit.{name}": f"mtkit.decode.{name}" for name in (
         "translator", "engine", "torch_engine", "ct2", "search", "constrained", "glossary", "segment",
-        "streaming", "translation", "loader", "review", "shortlist", "langid")},
+        "streaming", "translation", "loader", "review", "shortlist")},
     **{f"mtkit.{name}": f"mtkit.data.{name}" for name in ("prepare", "corpora", "bpe")},
     **{f"mtkit.{name}": f"mtkit.train.{name}" for name in ("average", "distill")},
     "mtkit.config_data": "mtkit.config.data_sections",
@@ -53,6 +53,15 @@ _MOVED = {
     "mtkit.config_docs": "mtkit.config.docs",
     "mtkit.cli_translate": "mtkit.cli.translate",
     "mtkit.cli_serve": "mtkit.cli.serve",
+    # model interchange, gathered in one package (docs/architecture.md)
+    "mtkit.export": "mtkit.interop.export",
+    "mtkit.hf": "mtkit.interop.hf",
+    "mtkit.decode.exported": "mtkit.interop.manifest",
+    "mtkit.models.marian": "mtkit.interop.marian",
+    "mtkit.data.spm_proto": "mtkit.interop.spm_proto",
+    # modules named for what they hold
+    "mtkit.decode.langid": "mtkit.langid",
+    "mtkit.translate.documents": "mtkit.translate.protected",
 }
 
 

@@ -7,10 +7,11 @@ every stage (train, translate, export) and for the Python API.
 - ``allowed_cpus`` / ``threads``: the cores this process may use, and a context manager that sets
   PyTorch's thread count for a block and restores it (library objects never change it for good).
 - ``dist_info_from_env``: this process's place in a torchrun job, for training and translation.
+- ``ct2_device`` / ``ct2_compute_type``: the same options in CTranslate2's terms, for the ct2 engine.
 
 PyTorch is imported by the functions that need it, not with the module: the ct2 engine (an exported
 model run by CTranslate2) checks precisions, counts threads and reads torchrun ranks from here and
-runs without loading torch (~210 MB of resident memory).
+runs without loading torch (and its resident memory).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from mtkit.cpus import allowed_cpus
@@ -127,6 +129,37 @@ def check_decode_precision(precision: str, int8: bool) -> None:
     if int8 and precision not in ("auto", "fp32"):
         raise ConfigError(f"--int8 computes in int8 and fp32; it does not combine with "
                           f"--precision {precision}")
+
+
+def ct2_device(name: str, ct2: ModuleType) -> tuple[str, int]:
+    """CTranslate2's (device, index) for mtkit's --device: auto is CUDA when CTranslate2 sees a GPU."""
+    gpus = ct2.get_cuda_device_count()
+    if name == "auto":
+        return ("cuda", 0) if gpus > 0 else ("cpu", 0)
+    if name == "cpu":
+        return "cpu", 0
+    if name == "cuda" or name.startswith("cuda:"):
+        index = name.partition(":")[2]
+        if index and not index.isdigit():
+            raise ConfigError(f"--device {name!r}: expected auto, cpu, cuda or cuda:N")
+        if gpus == 0:
+            raise ConfigError(f"--device {name}: CTranslate2 sees no CUDA GPU on this machine "
+                              "(use cpu or auto)")
+        if int(index or 0) >= gpus:
+            raise ConfigError(f"--device {name}: GPU {index} requested but CTranslate2 sees only {gpus}")
+        return "cuda", int(index or 0)
+    raise ConfigError(f"--device {name!r}: the ct2 engine runs on auto, cpu, cuda or cuda:N")
+
+
+_CT2_COMPUTE = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "auto": "default"}
+
+
+def ct2_compute_type(precision: str, int8: bool) -> str:
+    """CTranslate2's compute_type for --precision/--int8; auto keeps the type chosen at export."""
+    check_decode_precision(precision, int8)
+    if int8:
+        return "int8_float32"
+    return _CT2_COMPUTE[precision]
 
 
 def decode_dtype(precision: str, device: torch.device, int8: bool = False) -> torch.dtype:

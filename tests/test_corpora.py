@@ -226,7 +226,7 @@ def test_cli_tgt_lang(trained, tmp_path):
 
 def test_export_keeps_the_tag_per_direction(trained, tmp_path):
     pytest.importorskip("ctranslate2")
-    from mtkit.export import run_export
+    from mtkit.interop.export import run_export
 
     run_export(trained / "model", tmp_path / "ct2", quantization="float32")
     held_out = _sentences(random.Random(9), 30)
@@ -247,7 +247,7 @@ def test_argos_writes_one_package_per_pair(trained, tmp_path):
 
     import sentencepiece as spm
 
-    from mtkit.export import run_export
+    from mtkit.interop.export import run_export
 
     with pytest.raises(ConfigError, match=r"translates one pair; choose it with --pair"):
         run_export(trained / "model", tmp_path / "m.argosmodel", fmt="argos")

@@ -94,7 +94,7 @@ def test_a_decoder_tag_chooses_the_output_language(trained_decoder, tmp_path):
 
 
 def test_a_decoder_tagged_model_is_not_exported(trained_decoder, tmp_path):
-    from mtkit.export import run_export
+    from mtkit.interop.export import run_export
 
     with pytest.raises(ConfigError, match=r"starts its decoder from a language tag"):
         run_export(trained_decoder / "model", tmp_path / "ct2", quantization="float32")

@@ -29,11 +29,11 @@ from mtkit.checkpoint import load_checkpoint, save_checkpoint
 from mtkit.config.experiment import Config, ModelConfig, to_dict
 from mtkit.data.bpe import Bpe, train_bpe
 from mtkit.decode.engine import resolve_engine
-from mtkit.decode.exported import MANIFEST, is_exported, read_manifest
 from mtkit.decode.loader import load_model
 from mtkit.decode.translator import Translator
 from mtkit.errors import CheckpointError, ConfigError, MtkitError
-from mtkit.export import check_expressible, run_export
+from mtkit.interop.export import check_expressible, run_export
+from mtkit.interop.manifest import MANIFEST, is_exported, read_manifest
 from mtkit.models import build_model
 from mtkit.train.trainer import train
 

@@ -408,7 +408,7 @@ def test_a_malformed_catalog_writes_nothing(model_dir, tmp_path):
 def test_plain_text_translation_does_not_import_the_catalog_machinery():
     # Babel (plural rules) and the catalog reader load where a catalog is read: a plain-text run and
     # start-up never pay for them
-    code = ("import sys; import mtkit.cli.app, mtkit.translate.documents\n"
+    code = ("import sys; import mtkit.cli.app, mtkit.translate.protected\n"
             "print(sorted(m for m in sys.modules if m.startswith(('babel', 'mtkit.formats.po'))))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

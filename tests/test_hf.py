@@ -31,7 +31,7 @@ from mtkit.data.bpe import Bpe, train_bpe  # noqa: E402
 from mtkit.decode.loader import load_model  # noqa: E402
 from mtkit.decode.search import search  # noqa: E402
 from mtkit.errors import MtkitError  # noqa: E402
-from mtkit.hf import export_hf, import_hf  # noqa: E402
+from mtkit.interop.hf import export_hf, import_hf  # noqa: E402
 from mtkit.models import build_model  # noqa: E402
 from mtkit.vocab import PAD_ID  # noqa: E402
 
@@ -296,7 +296,7 @@ def test_imported_model_translates_text_as_generate_does_with_torch_and_ct2(spms
         attention = t.hypotheses[0].attention
         assert attention is not None and attention.shape[-1] == len(t.source_tokens)
     pytest.importorskip("ctranslate2", reason="ctranslate2 is not installed: pip install 'mtkit[ct2]'")
-    from mtkit.export import run_export
+    from mtkit.interop.export import run_export
 
     exported = run_export(model_dir, tmp_path / "ct2")
     ct2_engine = Translator(exported, device="cpu", threads=1, precision="fp32", beam_size=1)

@@ -1,4 +1,4 @@
-"""mtkit.decode.langid: the language of a text among all the identifier knows or among a few; probabilities
+"""mtkit.langid: the language of a text among all the identifier knows or among a few; probabilities
 renormalised over the few; nothing to go on gives 0; without py3langid one line says how to install it."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from mtkit.decode.langid import NEEDS, Guess, LanguageIdentifier
 from mtkit.errors import ConfigError
+from mtkit.langid import NEEDS, Guess, LanguageIdentifier
 
 pytest.importorskip("py3langid")
 

@@ -174,7 +174,7 @@ def test_the_cli_pivots_through_a_multilingual_models_own_directions(models, tmp
 
 def test_a_pivot_over_two_ct2_exports_is_as_over_two_model_directories(models, tmp_path):
     pytest.importorskip("ctranslate2")
-    from mtkit.export import run_export
+    from mtkit.interop.export import run_export
 
     exported = {}
     for name in ("es-en", "en-de"):

@@ -456,7 +456,7 @@ def _deb_pair(data: Path, lang: str, words: dict[str, str]) -> None:
 
 @needs_make
 def test_multi_recipe_runs_every_stage_once_then_nothing(tmp_path: Path) -> None:
-    pytest.importorskip("py3langid")  # the off-target rate (mtkit.decode.langid)
+    pytest.importorskip("py3langid")  # the off-target rate (mtkit.langid)
     recipe = _copy_recipe("deb-multi", tmp_path)
     fake, log, data = tmp_path / "fake_mtkit.py", tmp_path / "calls.log", tmp_path / "shared"
     fake.write_text(FAKE_MTKIT)

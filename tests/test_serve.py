@@ -21,11 +21,11 @@ import pytest
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
 
+from mtkit.decode.formats_adapter import search_functions  # noqa: E402
 from mtkit.decode.translation import Translation  # noqa: E402
 from mtkit.decode.translator import LoadOptions  # noqa: E402
 from mtkit.errors import DataError  # noqa: E402
 from mtkit.formats.documents import translate_html_text  # noqa: E402
-from mtkit.formats.placeholders import search_functions  # noqa: E402
 from mtkit.serve import ServeOptions, build_app  # noqa: E402
 from mtkit.serve.batcher import Batcher, QueueFull, Settings  # noqa: E402
 from mtkit.serve.security import KeyRing  # noqa: E402
@@ -234,7 +234,7 @@ def test_source_auto_translates_each_text_with_the_model_of_its_language(multili
 
 
 def test_without_the_identifier_detection_is_one_line_naming_the_package(multilingual, client, monkeypatch):
-    from mtkit.decode.langid import LanguageIdentifier
+    from mtkit.langid import LanguageIdentifier
 
     multi, _ = multilingual
     monkeypatch.setattr(multi.app.state.models, "_identifier", None)

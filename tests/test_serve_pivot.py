@@ -142,7 +142,7 @@ def test_a_multilingual_model_pivots_its_zero_shot_pairs_and_answers_them_direct
 
 def test_german_and_french_are_never_english_on_an_en_de_server(models):
     pytest.importorskip("py3langid")
-    from mtkit.decode.langid import LanguageIdentifier
+    from mtkit.langid import LanguageIdentifier
 
     own = LanguageIdentifier()
     with client_of([models["en-de"]]) as client:

@@ -18,7 +18,7 @@ from mtkit.data.shards import ParallelData
 from mtkit.decode.shortlist import SPECIAL, Shortlist, build_shortlist, coverage, write_vmap
 from mtkit.decode.translator import Translator
 from mtkit.errors import ConfigError
-from mtkit.export import ShortlistOptions, run_export
+from mtkit.interop.export import ShortlistOptions, run_export
 from mtkit.train.trainer import train
 from mtkit.vocab import BOS_ID, EOS_ID, UNK_ID
 

@@ -179,7 +179,7 @@ def test_lines_with_nothing_visible_give_empty_translations(model_dir, engine, t
     model = model_dir
     if engine == "ct2":
         pytest.importorskip("ctranslate2")
-        from mtkit.export import run_export
+        from mtkit.interop.export import run_export
 
         model = run_export(model_dir, tmp_path / "exported")
     tr = Translator(model, device="cpu", threads=1)

@@ -225,7 +225,7 @@ def export(
 ) -> None:
     """Export a trained Transformer to CTranslate2, an Argos Translate package or Hugging Face MarianMT."""
     if fmt == "hf":
-        from mtkit.hf import export_hf
+        from mtkit.interop.hf import export_hf
 
         if quantization != "float32" or shortlist or pair:
             raise MtkitError("--format hf writes float32 weights for all pairs without a shortlist: drop "
@@ -233,7 +233,7 @@ def export(
 
         typer.echo(f"wrote {export_hf(model, output, checkpoint)}", err=True)
         return
-    from mtkit.export import ShortlistOptions, run_export
+    from mtkit.interop.export import ShortlistOptions, run_export
 
     lists = ShortlistOptions(shortlist, shortlist_frequent, shortlist_data, shortlist_sentences)
     path = run_export(model, output, fmt=fmt, quantization=quantization, checkpoint=checkpoint,
@@ -247,7 +247,7 @@ def import_hf(
     output: Path = typer.Option(..., "--output", "-o", help="The mtkit model directory to write (new)."),
 ) -> None:
     """Import a Hugging Face MarianMT model (OPUS-MT) as an mtkit model directory (docs/hf.md)."""
-    from mtkit.hf import import_hf as run_import
+    from mtkit.interop.hf import import_hf as run_import
 
     typer.echo(f"wrote {run_import(source, output)}", err=True)
 

@@ -150,6 +150,10 @@ class Bpe:
     def id_to_piece(self, ids: list[int]) -> list[str]:
         return [self.sp.IdToPiece(i) for i in ids]
 
+    def pieces(self) -> list[str]:
+        """Every piece, by id: the vocabulary as CTranslate2 and vocabulary maps name it."""
+        return self.id_to_piece(list(range(len(self))))
+
     def normalize_text(self, line: str) -> str:
         """sentencepiece's normalisation alone (NFKC, whitespace collapsed), without the trip through
         the vocabulary: decode(encode(x)) equals this unless x holds characters the model lacks."""

@@ -41,9 +41,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from mtkit.config.experiment import Config, DecodingConfig
 from mtkit.data.bpe import Bpe
 from mtkit.data.meta import DataMeta
-from mtkit.decode.exported import VMAP, compute_type, read_manifest, require_ctranslate2, resolve_device
 from mtkit.decode.translation import Hypothesis, normalise
+from mtkit.device import ct2_compute_type, ct2_device
 from mtkit.errors import CheckpointError, ConfigError, MtkitError
+from mtkit.interop.manifest import VMAP, read_manifest, require_ctranslate2
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
 if TYPE_CHECKING:
@@ -117,8 +118,8 @@ class Ct2Model:
         if attention_layer not in (-1, self.layers - 1):
             raise ConfigError(f"--attention-layer {attention_layer}: the ct2 engine gives the attention of "
                               f"the last decoder layer only (-1); use --engine torch for another layer")
-        kind = compute_type(load.precision, load.int8)
-        device, index = resolve_device(load.device, ct2)
+        kind = ct2_compute_type(load.precision, load.int8)
+        device, index = ct2_device(load.device, ct2)
         # On CPU, `threads` one-thread translators side by side, each taking sub-batches of about
         # SUB_BATCH_TOKENS source subwords (int8: that many subwords × beam, its kernels prefer small
         # products): on 2 cores up to 4× faster than one translator with 2 threads, and smaller
@@ -147,9 +148,9 @@ class Ct2Model:
         self.use_vmap = load.shortlist and (self.model_dir / VMAP).is_file()
         self.device = f"{device}:{index}" if device == "cuda" else device
         self.dtype = self.translator.compute_type
-        self.src_pieces = _pieces(self.model_dir / self.meta.src_bpe)
+        self.src_pieces = Bpe(self.model_dir / self.meta.src_bpe).pieces()
         tgt_pieces = (self.src_pieces if self.meta.tgt_bpe == self.meta.src_bpe
-                      else _pieces(self.model_dir / self.meta.tgt_bpe))
+                      else Bpe(self.model_dir / self.meta.tgt_bpe).pieces())
         self.tgt_ids = {piece: i for i, piece in enumerate(tgt_pieces)}
         self._suppress = [[tgt_pieces[PAD_ID]], [tgt_pieces[BOS_ID]]]  # mtkit never emits them
         self._eos = tgt_pieces[EOS_ID]
@@ -397,11 +398,6 @@ def _length_penalty(batch: list[list[int]], cfg: DecodingConfig) -> float:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return (text.splitlines()[0] if text else type(exc).__name__)[:200]
-
-
-def _pieces(path: Path) -> list[str]:
-    bpe = Bpe(path)
-    return bpe.id_to_piece(list(range(len(bpe))))
 
 
 __all__ = ["Ct2Model"]

@@ -57,7 +57,7 @@ class Engine(Protocol):
 def resolve_engine(model: str | Path, engine: str = "auto") -> str:
     """"torch" or "ct2" for ``model``: auto picks ct2 for a directory written by `mtkit export
     --format ct2` and torch for anything else; an explicit engine must fit what ``model`` is."""
-    from mtkit.decode.exported import is_exported
+    from mtkit.interop.manifest import is_exported
 
     if engine not in ENGINES:
         raise ConfigError(f"--engine {engine!r}: use auto, torch or ct2")
@@ -90,7 +90,7 @@ def stored_languages(model: str | Path) -> dict[str, Any]:
     """The languages record of a model directory, checkpoint or export (`mtkit.data.corpora.languages`):
     {} for a model of one language pair, or where there is no record to read (loading will say why)."""
     from mtkit.data.meta import read_meta
-    from mtkit.decode.exported import is_exported, read_manifest
+    from mtkit.interop.manifest import is_exported, read_manifest
 
     try:
         if is_exported(model):

@@ -46,9 +46,9 @@ def translate_document(data: bytes, name: str, fmt: Format, tgt_lang: str, plain
                        constrained: ConstrainedFn | None = None, retranslate: bool = False,
                        fuzzy: bool = True) -> DocumentResult:
     """``data`` (the bytes of ``name``) translated as a catalog or an HTML/XHTML page with ``plain`` (and
-    ``constrained`` for the retries: formats.placeholders; ``search_functions`` makes both of a
-    Translator). Bytes in, bytes out: what is not translated comes back byte for byte."""
-    from mtkit.formats import html, po  # here: lxml and the catalog reader cost a plain-text run ~40 ms
+    ``constrained`` for the retries: formats.placeholders; `mtkit.decode.formats_adapter` makes both of
+    a Translator). Bytes in, bytes out: what is not translated comes back byte for byte."""
+    from mtkit.formats import html, po  # here: a plain-text run never pays for lxml and the catalog reader
 
     if fmt == "po":
         out, report = po.translate_catalog_bytes(data, name, plain, constrained, tgt_lang, retranslate, fuzzy)

@@ -24,12 +24,11 @@ How, so that a written translation keeps every one of them by construction:
 
 from __future__ import annotations
 
-import copy
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from mtkit.errors import DataError
 from mtkit.formats import icu
@@ -391,51 +390,14 @@ def _constrained(constrained: ConstrainedFn, cores: list[str], syntaxes: list[Sy
     return out
 
 
-class _Translator(Protocol):
-    """What ``search_functions`` needs of a `mtkit.decode.translator.Translator` (not imported: the library's
-    formats stand beside decoding, not above it)."""
+def __getattr__(name: str) -> Any:
+    """``search_functions`` lived here once (formats.md showed it): it is `mtkit.decode.formats_adapter`'s
+    now, found by name, with a DeprecationWarning, so that formats imports no decoding module."""
+    if name != "search_functions":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    import warnings
 
-    can_constrain: bool
-    nbest: int
-    decoding: Any  # its DecodingConfig: beam_size
-
-    def translate_chunk(self, lines: list[str], start: int = ..., need_attention: bool = ...,
-                        name: str = ..., constraints: Sequence[Sequence[str]] | None = ...) -> list[Any]: ...
-
-
-class _Progress(Protocol):
-    """Where ``search_functions`` reports its work (a progress bar of the caller's)."""
-
-    def grow(self, n: int) -> None: ...
-
-    def advance(self, n: int) -> None: ...
-
-
-#: strings searched per call, so that a long document's progress shows (the Translator sorts each
-#: call's sentences by length into batches: a call of a thousand keeps the batches full)
-SEARCH_CHUNK = 1000
-
-
-def search_functions(translator: _Translator, name: str = "<input>", progress: _Progress | None = None
-                     ) -> tuple[TranslateFn, ConstrainedFn | None]:
-    """A Translator's plain search, and its constrained search where its engine has one: what
-    ``translate_strings`` takes. Both give every finished hypothesis of the beam as a candidate (the
-    same search, the same best one: a copy of the translator with n-best as wide as the beam), search
-    ``SEARCH_CHUNK`` strings at a time and report them to ``progress``."""
-    wide = copy.copy(translator)
-    wide.nbest = max(translator.nbest, translator.decoding.beam_size)
-
-    def run(lines: list[str], constraints: list[list[str]] | None = None) -> list[list[str]]:
-        if progress is not None:
-            progress.grow(len(lines))
-        out: list[list[str]] = []
-        for at in range(0, len(lines), SEARCH_CHUNK):
-            part = lines[at:at + SEARCH_CHUNK]
-            found = wide.translate_chunk(part, name=name, constraints=None if constraints is None
-                                         else constraints[at:at + SEARCH_CHUNK])
-            out += [[h.text for h in t.hypotheses] or [""] for t in found]
-            if progress is not None:
-                progress.advance(len(part))
-        return out
-
-    return run, (run if translator.can_constrain else None)
+    warnings.warn(f"{__name__}.search_functions is now mtkit.decode.formats_adapter.search_functions",
+                  DeprecationWarning, stacklevel=2)
+    return importlib.import_module("mtkit.decode.formats_adapter").search_functions

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from mtkit.decode.engine import stored_languages
-from mtkit.decode.langid import Guess, LanguageIdentifier
 from mtkit.decode.segment import clean_line, split_sentences
 from mtkit.decode.translation import Translation
 from mtkit.decode.translator import LoadOptions, SearchOptions, Translator
 from mtkit.errors import ConfigError
+from mtkit.langid import Guess, LanguageIdentifier
 from mtkit.serve.batcher import Batcher, Settings
 
 #: names of the language codes a model's meta.json may carry (others are shown as their code)

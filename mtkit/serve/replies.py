@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from mtkit.decode.langid import Guess
 from mtkit.decode.pivot import leg_confidence
 from mtkit.decode.translation import Candidate, Translation
+from mtkit.langid import Guess
 from mtkit.serve.models import Route
 
 #: one text's sentences with their translations, as the server's `translate` returns them

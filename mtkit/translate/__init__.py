@@ -1,6 +1,6 @@
 """The `mtkit translate` stage: plain lines (lines.py: streaming, chunks, resume, n-best and JSON
-output), whole documents, gettext catalogs and HTML pages (documents.py, over mtkit.formats), and the
-merging of shard outputs (shards.py).
+output), gettext catalogs and HTML pages whole and plain lines with their placeholders kept
+(protected.py, over mtkit.formats), and the merging of shard outputs (shards.py).
 """
 
 from mtkit.translate.lines import OutputOptions, parse_shard, read_input, run_translate

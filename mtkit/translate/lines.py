@@ -34,9 +34,9 @@ from mtkit.device import dist_info_from_env
 from mtkit.errors import ConfigError, DataError, MtkitError
 from mtkit.formats.documents import document_format
 from mtkit.textio import chunked, count_lines, output_file, read_lines, same_file, warn
-from mtkit.translate.documents import check_protected, protected_lines, translate_document_file
 from mtkit.translate.options import OutputOptions
 from mtkit.translate.progress import progress_bar
+from mtkit.translate.protected import check_protected, protected_lines, translate_document_file
 from mtkit.translate.shards import SIDECAR, merge_shard_outputs
 
 

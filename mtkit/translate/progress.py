@@ -20,7 +20,7 @@ def progress_bar(total: int, unit: str = "lines") -> tuple[Any, Any]:
 
 class GrowingBar:
     """A bar whose total grows as work is found: ``grow`` before a search, ``advance`` after each part
-    of it (formats.placeholders.search_functions calls both)."""
+    of it (decode.formats_adapter.search_functions calls both)."""
 
     def __init__(self, unit: str) -> None:
         self.bar, self.task = progress_bar(0, unit)

@@ -14,8 +14,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from mtkit.decode.langid import LanguageIdentifier
 from mtkit.errors import MtkitError
+from mtkit.langid import LanguageIdentifier
 
 LANGUAGES = ("en", "de", "es")
 

@@ -5,20 +5,18 @@ Import reads ``config.json``, ``generation_config.json``, the weights (``model.s
 ``pytorch_model.bin`` loaded with ``weights_only``), ``source.spm``, ``target.spm``, ``vocab.json`` (and
 ``target_vocab.json`` where ``tokenizer_config.json`` says ``separate_vocabs``), and writes a model
 directory every stage takes: ``config.yaml``, ``meta.json``, the sentencepiece model(s) renumbered in
-mtkit's order (`mtkit.data.spm_proto`) and ``checkpoint_best.pt``. Export writes the files
+mtkit's order (`mtkit.interop.spm_proto`) and ``checkpoint_best.pt``. Export writes the files
 ``MarianMTModel.from_pretrained`` and ``MarianTokenizer.from_pretrained`` read. The conversion tables
-are `mtkit.models.marian`'s. Both are exact or refuse in one line, and both build their output beside
-it and rename it into place, so nothing is written when they refuse.
+are `mtkit.interop.marian`'s. Both are exact or refuse in one line, and both build their output beside
+it and rename it into place (`mtkit.staging`), so nothing is written when they refuse.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import struct
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,10 +28,8 @@ from mtkit.checkpoint import BEST, load_checkpoint, resolve_checkpoint, save_che
 from mtkit.config.experiment import CONFIG_FILE, from_dict, save_config, to_dict
 from mtkit.data.bpe import Bpe
 from mtkit.data.meta import DataMeta, read_meta, write_meta
-from mtkit.data.spm_proto import read_pieces, reorder
 from mtkit.errors import CheckpointError, ConfigError, DataError, MtkitError
-from mtkit.models import build_model
-from mtkit.models.marian import (
+from mtkit.interop.marian import (
     decoding_settings,
     embeddings,
     hf_settings,
@@ -42,7 +38,10 @@ from mtkit.models.marian import (
     to_mtkit,
     vocab_order,
 )
+from mtkit.interop.spm_proto import read_pieces, reorder
+from mtkit.models import build_model
 from mtkit.models.positions import marian_sinusoids
+from mtkit.staging import replace_directory, stage_beside
 
 INSTALL = "pip install 'mtkit[hf]'"
 TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
@@ -101,15 +100,10 @@ def _check_output(output: Path) -> None:
 def _staged(output: Path, build: Callable[[Path], None]) -> Path:
     """Run ``build`` into a new directory beside ``output``, then rename it into place."""
     _check_output(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
-    try:
+    with stage_beside(output) as stage:
         build(stage)
-        if output.is_dir():
-            output.rmdir()
-        os.replace(stage, output)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        _check_output(output)
+        replace_directory(stage, output)
     return output
 
 

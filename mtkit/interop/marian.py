@@ -16,7 +16,7 @@ gets ``NO_LOGIT`` from the output bias, so it takes no probability and the softm
 MarianMT's. A model exported by mtkit keeps mtkit's order (its start token is bos, not pad) and comes
 back without an added row.
 
-Nothing here reads a file: `mtkit.hf` does, and writes.
+Nothing here reads a file: `mtkit.interop.hf` does, and writes.
 """
 
 from __future__ import annotations
@@ -256,7 +256,7 @@ def to_hf(state: dict[str, Tensor], model: Any, shared: bool) -> dict[str, Tenso
                 if cross:
                     for x, part in zip("kv", state[f"{mine}.cross_attn.kv.{p}"].split(d), strict=True):
                         out[f"{prefix}.encoder_attn.{x}_proj.{p}"] = part
-    # views, not copies (the q/k/v rows of a fused matrix are contiguous): `mtkit.hf` writes each one
+    # views, not copies (the q/k/v rows of a fused matrix are contiguous): `mtkit.interop.hf` writes each one
     return {k: v.detach().float().contiguous() for k, v in out.items()}
 
 

@@ -1,8 +1,11 @@
 """An exported model directory: what `mtkit export --format ct2` writes beside CTranslate2's own files
-(the manifest, ``mtkit_export.json``), how it is recognised and read, and how mtkit's device and
-precision options map to CTranslate2's. Nothing here imports ctranslate2 except
-`require_ctranslate2`, so a directory can be recognised and its manifest read without it; the engine
-that searches such a directory is `mtkit.decode.ct2`.
+(the manifest, ``mtkit_export.json``: the model's config and vocabulary meta, how text is tokenized),
+written and read here in one place, and how such a directory is recognised. Nothing here imports
+ctranslate2 except `require_ctranslate2`, so a directory can be recognised and its manifest read
+without it.
+
+Library, not stage, though it lives with the exporter: `mtkit.interop.export` writes what the ct2 engine
+(`mtkit.decode.ct2`) reads, and the library imports no stage.
 """
 
 from __future__ import annotations
@@ -12,12 +15,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
-from mtkit.config.experiment import Config, apply_overrides, from_dict
+from mtkit import __version__
+from mtkit.config.experiment import Config, apply_overrides, from_dict, to_dict
 from mtkit.data.meta import DataMeta
-from mtkit.device import check_decode_precision
 from mtkit.errors import CheckpointError, ConfigError, DataError, MtkitError
 from mtkit.textio import warn
+from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 MANIFEST = "mtkit_export.json"
 VMAP = "vmap.txt"  # the vocabulary map (shortlist) `mtkit export --shortlist` writes (mtkit.decode.shortlist)
@@ -53,6 +58,41 @@ class ExportManifest:
     step: int | None
 
 
+def new_manifest(config: Config, meta: DataMeta, checkpoint: Path, quantization: str,
+                 max_positions: int | None, tgt_pieces: list[str]) -> dict[str, Any]:
+    """The manifest of a model exported from ``checkpoint`` (``tgt_pieces``: its target vocabulary)."""
+    stored = to_dict(config)
+    return {
+        "format": FORMAT, "version": FORMAT_VERSION, "mtkit_version": __version__,
+        "checkpoint": str(checkpoint.resolve()), "quantization": quantization, "max_positions": max_positions,
+        "tokenize": {
+            "method": "sentencepiece", "source_model": meta.src_bpe, "target_model": meta.tgt_bpe,
+            "source_bos": False, "source_eos": config.model.source_eos,
+            "decoder_start": tgt_pieces[BOS_ID],
+            "how": "encode each source line with source_model into pieces (no BOS/EOS added); translate "
+                   "the pieces; decode the output pieces (without </s>) with target_model",
+        },
+        "special_tokens": {"pad": tgt_pieces[PAD_ID], "unk": tgt_pieces[UNK_ID], "bos": tgt_pieces[BOS_ID],
+                           "eos": tgt_pieces[EOS_ID]},
+        "meta": meta.to_dict(),
+        # what changes a translation travels with the model: the architecture, the decoding defaults and
+        # the input limit (data.max_len: longer sentences are cut into parts, as the torch engine does);
+        # the rest of the data section names the user's training files and stays behind
+        "config": {"model": stored["model"], "decoding": stored["decoding"],
+                   "data": {"max_len": stored["data"]["max_len"]}},
+    }
+
+
+def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
+    (directory / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
+                                      encoding="utf-8")
+
+
+def manifest_json(directory: Path) -> dict[str, Any]:
+    """The manifest as written (for the exporter's later additions: the shortlist, one direction)."""
+    return json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+
+
 def read_manifest(directory: str | Path, overrides: Sequence[str] = ()) -> ExportManifest:
     """Read and check the manifest of an exported directory; ``overrides`` are ``decoding.key=value``
     strings applied over the stored decoding section (as for a model directory)."""
@@ -80,34 +120,3 @@ def read_manifest(directory: str | Path, overrides: Sequence[str] = ()) -> Expor
         if isinstance(exc, ConfigError):
             raise
         raise CheckpointError(f"{path}: corrupt export manifest ({exc})") from None
-
-
-def resolve_device(name: str, ct2: ModuleType) -> tuple[str, int]:
-    """CTranslate2's (device, index) for mtkit's --device: auto is CUDA when CTranslate2 sees a GPU."""
-    gpus = ct2.get_cuda_device_count()
-    if name == "auto":
-        return ("cuda", 0) if gpus > 0 else ("cpu", 0)
-    if name == "cpu":
-        return "cpu", 0
-    if name == "cuda" or name.startswith("cuda:"):
-        index = name.partition(":")[2]
-        if index and not index.isdigit():
-            raise ConfigError(f"--device {name!r}: expected auto, cpu, cuda or cuda:N")
-        if gpus == 0:
-            raise ConfigError(f"--device {name}: CTranslate2 sees no CUDA GPU on this machine "
-                              "(use cpu or auto)")
-        if int(index or 0) >= gpus:
-            raise ConfigError(f"--device {name}: GPU {index} requested but CTranslate2 sees only {gpus}")
-        return "cuda", int(index or 0)
-    raise ConfigError(f"--device {name!r}: the ct2 engine runs on auto, cpu, cuda or cuda:N")
-
-
-_COMPUTE = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "auto": "default"}
-
-
-def compute_type(precision: str, int8: bool) -> str:
-    """CTranslate2's compute_type for --precision/--int8; auto keeps the type chosen at export."""
-    check_decode_precision(precision, int8)
-    if int8:
-        return "int8_float32"
-    return _COMPUTE[precision]

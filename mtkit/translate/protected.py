@@ -8,11 +8,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from mtkit.decode.formats_adapter import search_functions
 from mtkit.decode.translation import one_line
 from mtkit.decode.translator import LoadOptions, SearchOptions, Translator
 from mtkit.errors import ConfigError
 from mtkit.formats.documents import Format, translate_document
-from mtkit.formats.placeholders import search_functions, translate_strings
+from mtkit.formats.placeholders import translate_strings
 from mtkit.textio import read_bytes, warn, write_bytes
 from mtkit.translate.options import OutputOptions
 from mtkit.translate.progress import GrowingBar

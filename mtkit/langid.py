@@ -3,15 +3,18 @@ given few (the source languages a server translates from).
 
 The identifier is py3langid (a naive Bayes classifier over byte n-grams, the model shipped inside
 its wheel: nothing is downloaded, numpy is all it needs), an optional dependency of the ``serve``
-extra. Its model takes about a second to load, so it is loaded once per process, on first use, and
-shared: classifying reads it and never changes it, so threads may share it.
+extra. Its model is slow to load, so it is loaded once per process, on first use, and shared:
+classifying reads it and never changes it, so threads may share it.
+
+It is no part of decoding: the server asks it (``/detect``, ``source: auto``), and so can a recipe
+(the off-target rate of a multilingual model); hence a base module beside the stages that use it.
 
 What a server asks (`for_server`): which language the text *is*, among all the identifier knows, with
 the languages the server knows weighted up. Among its few languages alone, German sent to an en→de
-server would be named English and translated as English (issue #41); among all unweighted, short
-Spanish is often named Galician. The weight was chosen by measuring both failures
-(bench/langid_served.py, docs/results.md). ``rank`` among a few renormalises the identifier's
-probabilities over the few; ``for_server`` reports the identifier's own.
+server would be named English and translated as English; among all unweighted, short Spanish is
+often named Galician. The weight was chosen by measuring both failures (docs/results.md). ``rank``
+among a few renormalises the identifier's probabilities over the few; ``for_server`` reports the
+identifier's own.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ NEEDS = ("language detection needs py3langid: pip install 'mtkit[serve]' "
 
 
 #: how much more likely a priori a server's own languages are than the others (`for_server`): chosen
-#: on the Debian dev sentences by bench/langid_served.py (docs/results.md, language identification)
+#: on the Debian dev sentences (docs/results.md, language identification)
 SERVED_WEIGHT = 3.0
 
 

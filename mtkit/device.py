@@ -69,8 +69,7 @@ def resolve_device(name: str, local_rank: int | None = None, setting: str = "--d
 
 def cpu_has_native_bf16() -> bool:
     """True when the CPU computes bf16 in hardware (AVX512-BF16 or AMX): there bf16 autocast trains
-    transformer-small ~1.5x faster than fp32 (measured on a 2-core AMD EPYC); elsewhere it is emulated
-    and slower, so ``auto`` keeps fp32."""
+    faster than fp32; elsewhere it is emulated and slower, so ``auto`` keeps fp32."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             for line in f:
@@ -86,9 +85,9 @@ _warned_emulated_bf16 = False
 
 
 def _warn_emulated_bf16(setting: str) -> None:
-    """Say once per process that bf16 was asked for where the CPU only emulates it: training ran 20×
-    slower than fp32 on an AVX2-only EPYC (docs/results.md, "CPU kinds"), which a user should not
-    discover from a progress bar."""
+    """Say once per process that bf16 was asked for where the CPU only emulates it: training runs many
+    times slower than fp32 there (docs/results.md), which a user should not discover from a progress
+    bar."""
     global _warned_emulated_bf16
     if _warned_emulated_bf16:
         return
@@ -166,8 +165,8 @@ def decode_dtype(precision: str, device: torch.device, int8: bool = False) -> to
     """The dtype a model's weights and activations decode in.
 
     ``auto`` is bf16 on a GPU that has it (fp16 on older ones) and on a CPU that computes bf16 in
-    hardware (AVX512-BF16, AMX): there beam search runs ~1.5× faster than fp32 and scores the same
-    BLEU (docs/results.md); elsewhere fp32. Log-probabilities are always computed in fp32. ``fp32``
+    hardware (AVX512-BF16, AMX): there beam search runs faster than fp32 and scores the same BLEU;
+    elsewhere fp32. Log-probabilities are always computed in fp32. ``fp32``
     gives results that do not depend on how sentences are batched.
     """
     import torch
@@ -222,12 +221,10 @@ def bound_kernel_caches(capacity: int = KERNEL_CACHE_CAPACITY) -> None:
     PyTorch runs bf16 matrix products on CPU through oneDNN, which compiles a kernel (with its own
     buffers) for every new input shape and caches it. Token-budget batches come in ever new shapes
     (sentences × length), so by default the caches grow for the first few hundred updates and hold
-    hundreds of MB that fragment the heap around them: training transformer-small held 550 MB more
-    heap after 150 updates and peaked at 3,366 MiB after 300, still growing. With 64 entries the heap
-    in use stays within 25 MB of its first update's and the peak was 1,715 MiB, at the same speed.
-    Fewer entries fragment the heap less (150 updates with the output layer in blocks: peak 1,436 MiB
-    with 64, 1,234 with 32, 1,133 with 16) but recompile more (tokens/s 3,597, 3,577, 3,459): 32 is
-    the smallest at the same speed (docs/results.md, "Training memory").
+    hundreds of MB that fragment the heap around them, and training's resident size keeps growing.
+    With a few dozen entries the heap in use stays near its first update's, at the same speed; fewer
+    entries fragment the heap less but recompile more, and the default is the smallest measured at
+    the same speed (docs/results.md, "Training memory").
 
     Sets the environment variables oneDNN reads when it builds its first kernel, so it must run
     before PyTorch's first CPU matrix product; a value the user has set wins. The CLI calls it for
@@ -240,13 +237,12 @@ def bound_kernel_caches(capacity: int = KERNEL_CACHE_CAPACITY) -> None:
 def no_attention_plan_per_shape() -> None:
     """Keep PyTorch's scaled dot-product attention off its cuDNN backend on CUDA GPUs.
 
-    On an H100 (torch 2.11) SDPA picks cuDNN's attention, which builds an execution plan for every new
-    input shape (18 ms of CPU a forward call, 20 ms a backward one) and keeps each plan in host memory.
-    Batches of sentences come in ever new shapes (token budgets, beams that shrink, MRT's candidates),
-    so it replanned nearly every call: in an MRT update it took 59% of the time (torch.profiler, 2
-    updates) and host memory grew by about 100 MiB an update. The flash and memory-efficient kernels
-    need no plan. A process-wide setting, like the CPU kernel caches above; measured in
-    docs/results.md ("Minimum risk training on a GPU").
+    On recent GPUs SDPA picks cuDNN's attention, which builds an execution plan (milliseconds of CPU)
+    for every new input shape and keeps each plan in host memory. Batches of sentences come in ever
+    new shapes (token budgets, beams that shrink, MRT's candidates), so it replanned nearly every
+    call: in an MRT update most of the time went there, and host memory grew update by update. The
+    flash and memory-efficient kernels need no plan. A process-wide setting, like the CPU kernel caches
+    above; measured in docs/results.md ("Minimum risk training on a GPU").
     """
     import torch
 

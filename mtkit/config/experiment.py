@@ -334,7 +334,7 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
         section, key = parts
         if section not in SECTIONS:
             raise ConfigError(f"--set: unknown section '{section}'{suggest(section, list(SECTIONS))}")
-        import yaml  # here: loading it costs every command ~30 ms, and most never read YAML
+        import yaml  # here: loading it costs every command start-up time, and most never read YAML
 
         try:
             value = yaml.safe_load(text)

@@ -77,8 +77,8 @@ class Shard:
     Memory per sentence is its length (2 bytes while sentences are shorter than 65,536 tokens) plus
     one offset per block of ``BLOCK`` sentences; the tokens of a sentence are read (``pread``) when a
     batch is collated. Nothing grows with the corpus but those few bytes a sentence: not a
-    memory map either, whose touched pages count in the process's resident size (training on 14.2M
-    pairs through a map grew by 1.2 GB in 300 updates; docs/results.md).
+    memory map either, whose touched pages count in the process's resident size (training on a large
+    corpus through a map grew by gigabytes within a few hundred updates).
     """
 
     BLOCK = 64  # sentences per stored offset

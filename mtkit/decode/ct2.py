@@ -122,8 +122,8 @@ class Ct2Model:
         device, index = ct2_device(load.device, ct2)
         # On CPU, `threads` one-thread translators side by side, each taking sub-batches of about
         # SUB_BATCH_TOKENS source subwords (int8: that many subwords × beam, its kernels prefer small
-        # products): on 2 cores up to 4× faster than one translator with 2 threads, and smaller
-        # (docs/results.md, "Engines"). On a GPU, one translator takes whole batches.
+        # products): faster than one translator with all the threads, and smaller (measured in
+        # docs/results.md). On a GPU, one translator takes whole batches.
         self.sub_batch = 0 if device == "cuda" else SUB_BATCH_TOKENS
         # On CPU the translators take sub-batches themselves, so a batch's size only decides how often
         # they wait for each other at the end of a search: a whole chunk of lines is one search.
@@ -183,8 +183,8 @@ class Ct2Model:
         # Sentences whose limits are close share one asynchronous call at the highest of them, all
         # calls submitted before any is awaited, longest first: CTranslate2's translators then take
         # sub-batches of one call after another without waiting for each other, and the last ones are
-        # short. (A call per distinct limit cut a server's batch of 48 sentences into ~30 calls of one
-        # or two sentences: 0.83x the speed; docs/results.md.)
+        # short. (A call per distinct limit cut a server's batch into many calls of one or two
+        # sentences, which was slower.)
         found: list[_Found | None] = [None] * len(batch)
         buckets = _limit_buckets(limits, [len(ids) for ids in batch], self._sub_batch_tokens(k))
         self._run([(idx, max(limits[i] for i in idx)) for idx in buckets], batch, limits, search, found)

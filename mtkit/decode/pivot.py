@@ -1,4 +1,4 @@
-"""Pivot translation: source → pivot language → target, two `Translator`s chained (issue #41).
+"""Pivot translation: source → pivot language → target, two `Translator`s chained.
 
 Why: a multilingual model asked for a direction it was never trained on (zero-shot) is measured far
 worse than the same model going through English (docs/results.md: de→es 19.90 BLEU direct, 28.58

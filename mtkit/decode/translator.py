@@ -70,11 +70,10 @@ def _options_from(kwargs: dict[str, Any], load: LoadOptions | None,
     return load, search_options
 
 
-# The batch budget (source subwords × beam) when --max-tokens is 0 (auto). On a CPU a larger batch
-# buys little (docs/results.md: beam 5 took 61 s at 8,000, 53-55 s at 16,000, 52 s at 32,000); on a
-# GPU each decoding step costs about the same whatever the batch, so fewer, larger batches win:
-# transformer-small beam 5 on an H100 searched the 2,000 test sentences in 3.5 s at 16,000, 1.7 s at
-# 64,000 and 1.3 s at 256,000 (2.3 GiB of GPU memory at most). A batch that does not fit is halved.
+# The batch budget (source subwords × beam) when --max-tokens is 0 (auto). On a CPU a batch larger
+# than this buys little; on a GPU each decoding step costs about the same whatever the batch, so
+# fewer, larger batches win, within a few GiB of GPU memory (measured in docs/results.md). A batch
+# that does not fit is halved.
 CPU_MAX_TOKENS, GPU_MAX_TOKENS = 16000, 256000
 AUTO_MAX_TOKENS = {False: CPU_MAX_TOKENS, True: GPU_MAX_TOKENS}  # by whether the device is a GPU
 # Lines per chunk of a long input at most: the unit `--resume` can lose, and the most lines one batch

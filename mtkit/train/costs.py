@@ -1,12 +1,12 @@
 """Sentence-level costs of MRT candidates (`mtkit.train.mrt`), optionally in worker processes.
 
-Scoring a candidate with sacrebleu takes about 0.2 ms of Python, and an MRT update scores every
-candidate of every sentence (6,600 per update at 16,384 tokens and 8 candidates): 1.35 s an update on
-an H100, as long as the candidates' search there (measured, docs/results.md). On a GPU machine the CPU
-cores are otherwise idle, so ``workers`` processes score the sentences in parallel; the result is the
-same list in the same order, so a run scores identically with or without them.
+Scoring a candidate with sacrebleu is Python, and an MRT update scores every candidate of every
+sentence (thousands per update): on a GPU it takes as long as the candidates' search (measured in
+docs/results.md). On a GPU machine the CPU cores are otherwise idle, so ``workers`` processes score
+the sentences in parallel; the result is the same list in the same order, so a run scores
+identically with or without them.
 
-This module imports sacrebleu only (no torch): a worker process starts in well under a second.
+This module imports sacrebleu only (no torch), so a worker process starts quickly.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Training updates replayed as CUDA graphs: one graph per batch shape, one for the optimizer step.
 
-On a GPU a transformer-small update over 4,096 target tokens is ~1,500 small kernels whose
-arithmetic takes a few milliseconds; launched one by one from Python they take ~40 ms, so the card
-idles most of the time. A CUDA graph records the kernels of one call once and replays them with a
-single launch. A graph is only valid for the shapes (and memory addresses) it was recorded with, so:
+On a GPU a small Transformer's update is some thousand small kernels whose arithmetic takes far less
+time than launching them one by one from Python, so the card idles most of the time. A CUDA graph
+records the kernels of one call once and replays them with a single launch. A graph is only valid
+for the shapes (and memory addresses) it was recorded with, so:
 
 - batches come in a small set of padded shapes (``training.shape_buckets``, see
   `mtkit.data.batching`), each with its own input tensors at fixed addresses, into which a batch is

@@ -16,18 +16,18 @@ The trainer divides the summed loss by the number of non-padding target tokens o
 
 The loss has a hand-written backward, dL/dlogits = (softmax(logits) − q) · keep, computed in place in
 the forward's softmax buffer: autograd through log_softmax/gather/sum would allocate and add several
-[N, V] tensors, which made the loss 4× slower on CPU (the output layer's [N, V] logits are the
-largest tensors of a training step).
+[N, V] tensors, which made the loss several times slower on CPU (the output layer's [N, V] logits
+are the largest tensors of a training step).
 
 In training the loss goes further: ``projected_label_smoothed_nll`` takes the decoder's output
 features and the output projection's weight, and never holds the whole [N, V] logits. It walks the
 non-PAD target positions in blocks of ``LOSS_BLOCK_ROWS``; for each block it computes the logits,
 the loss and dL/dlogits, and at once multiplies dL/dlogits back through the projection (dL/dfeatures
 and dL/dweight), so the backward only scales two small saved gradients. The arithmetic is the
-unblocked loss's (the same matrix products, nothing recomputed); what changes is memory: a 4,096-token
-batch with an 8,000-entry vocabulary held ~330 MiB of logits, their float32 copy and softmax, which
-glibc maps afresh every step; the blocks need ~50 MiB, reused from one block to the next, and run
-faster (see ``LOSS_BLOCK_ROWS``).
+unblocked loss's (the same matrix products, nothing recomputed); what changes is memory: a batch's
+whole logits, their float32 copy and softmax are large enough that glibc maps them afresh every
+step; the blocks are a fraction of that, reused from one block to the next, and run faster (see
+``LOSS_BLOCK_ROWS``).
 """
 
 from __future__ import annotations
@@ -40,11 +40,10 @@ from torch import Tensor
 from mtkit.vocab import PAD_ID
 
 LOSS_BLOCK_ROWS = 512
-"""Target positions per block of ``projected_label_smoothed_nll``. `python bench/train_parts.py loss`
-(2 CPU cores; output layer and loss, forward and backward, ~3,800 target positions, V = 8,000, bf16;
-three rounds): 512 rows took 190-246 ms, 256 196-288, 1,024 213-255, 2,048 260-303, and the whole
-logits 287-337 ms. A block's float32 logits (16 MiB at V = 8,000) stay under glibc's 32 MiB ceiling
-for blocks served from the heap, so the blocks reuse memory instead of mapping fresh pages."""
+"""Target positions per block of ``projected_label_smoothed_nll``: the fastest of the sizes measured
+(smaller and larger blocks, and the whole logits, were slower; docs/results.md). A block's float32
+logits at a vocabulary of some thousands stay under glibc's ceiling for blocks served from the heap
+(32 MiB), so the blocks reuse memory instead of mapping fresh pages."""
 
 
 def _smoothed_loss(z: Tensor, target: Tensor, epsilon: float, pad_id: int,

@@ -16,7 +16,7 @@ from mtkit.config.experiment import TrainingConfig
 
 def make_optimizer(model: nn.Module, tc: TrainingConfig, device: torch.device,
                    capturable: bool = False) -> torch.optim.Optimizer:
-    """Adam/AdamW with the fused kernel where the device has one (on CPU ~7× faster than foreach);
+    """Adam/AdamW with the fused kernel where the device has one (on CPU much faster than foreach);
     ``capturable`` for a step recorded into a CUDA graph (see ``learning_rate_on_device``)."""
     cls = torch.optim.AdamW if tc.optimizer == "adamw" else torch.optim.Adam
     kwargs = {"lr": tc.lr, "betas": (tc.betas[0], tc.betas[1]), "eps": tc.eps,
@@ -62,9 +62,8 @@ def release_freed_memory() -> bool:
     before each one, so that its tensors take pages handed back rather than new ones on top of the
     free pages training left in the heap (validations were where the resident size peaked), and
     after it, so that the pages its tensors left free do not stay resident for the rest of the run.
-    (Earlier versions served every tensor from the heap and never trimmed it:
-    ~13% faster, but the resident size grew without bound; docs/results.md.) False where glibc is
-    missing.
+    (Serving every tensor from the heap and never trimming it is somewhat faster, but the resident
+    size grows without bound.) False where glibc is missing.
     """
     try:
         return bool(ctypes.CDLL("libc.so.6").malloc_trim(0))
@@ -84,7 +83,7 @@ def resident_mib() -> tuple[float | None, float]:
     except (OSError, ValueError, IndexError):
         now = None
     # the kernel updates its high-water mark lazily, and the size now is read after it: the peak is at
-    # least the size now (a log line read 998 MiB now, 997 peak)
+    # least the size now (else a log line could read a peak below the size now)
     return now, max(peak_mib, now or 0.0)
 
 

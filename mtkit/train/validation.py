@@ -27,9 +27,8 @@ from mtkit.models.base import Seq2Seq
 from mtkit.train.loss import projected_label_smoothed_nll
 
 #: token budget of the greedy-search batches (source tokens): validation's own, not a model setting.
-#: `python bench/train_parts.py validation MODEL_DIR` (2 CPU cores, 300 deb-en-de dev sentences,
-#: transformer-small, bf16): 16,000 took 2.8 s and raised the resident size by 202 MiB, 4,000 took
-#: 3.1 s and 102 MiB, 2,000 5.4 s and 75 MiB.
+#: Larger budgets were barely faster and raised the resident size much more; smaller ones were slower
+#: (measured in docs/results.md).
 SEARCH_MAX_TOKENS = 4000
 
 

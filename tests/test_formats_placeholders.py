@@ -167,7 +167,7 @@ def test_search_functions_give_the_beams_candidates_part_by_part_and_report_them
     """What `mtkit translate --format po` searches with: the beam's hypotheses, best first (the best is
     the translator's own translation), in parts of SEARCH_CHUNK strings, each part reported."""
     from mtkit.decode.translator import Translator
-    from mtkit.formats import placeholders as module
+    from mtkit.decode import formats_adapter as module
 
     class Recording:
         def __init__(self):

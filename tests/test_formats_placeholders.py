@@ -166,8 +166,8 @@ def test_placeholders_refuse_outputs_that_carry_more_than_text(model_dir, tmp_pa
 def test_search_functions_give_the_beams_candidates_part_by_part_and_report_them(model_dir, monkeypatch):
     """What `mtkit translate --format po` searches with: the beam's hypotheses, best first (the best is
     the translator's own translation), in parts of SEARCH_CHUNK strings, each part reported."""
-    from mtkit.decode.translator import Translator
     from mtkit.decode import formats_adapter as module
+    from mtkit.decode.translator import Translator
 
     class Recording:
         def __init__(self):

@@ -231,11 +231,104 @@ def test_export_runs_in_transformers_and_comes_back_bit_identical(model, spms, t
         assert [h[0].tokens for h in ours] == [h[0].tokens for h in theirs]
 
 
-@pytest.mark.parametrize("setting", [{"norm": "pre"}, {"source_eos": False}, {"positions": "learned"}])
-def test_a_setting_marian_lacks_is_refused_in_one_line_and_nothing_written(setting, spms, tmp_path):
-    model_dir = mtkit_model(tmp_path / "orig", spms, **setting)
-    with pytest.raises(MtkitError, match=f"model.{next(iter(setting))}"):
+def compare_auto(hf_dir: Path, model_dir: Path, beam: int) -> None:
+    """An exported directory through the Auto classes only: tokenisation, logits (1e-4), the tokens
+    `generate` finds (mtkit's search, length_penalty 0) and the decoded text (the Translator's)."""
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from mtkit.decode.translator import Translator
+
+    model, tok = AutoModelForSeq2SeqLM.from_pretrained(hf_dir).eval(), AutoTokenizer.from_pretrained(hf_dir)
+    loaded = load_model(model_dir)
+    lines = [x for x in LINES if x] + sentences(40, 3)
+    enc = tok(lines, return_tensors="pt", padding=True)
+    src = mtkit_ids(model_dir, lines)
+    eos = [3] if loaded.config.model.source_eos else []
+    for row, ids, mask in zip(src.tolist(), enc.input_ids.tolist(), enc.attention_mask.tolist(), strict=True):
+        assert [i for i in row if i != PAD_ID] + eos == [i for i, m in zip(ids, mask, strict=True) if m]
+    rng = random.Random(4)
+    vocab = loaded.model.output_proj.weight.size(0)
+    dec = torch.tensor([[2] + [rng.randrange(4, vocab) for _ in range(6)] for _ in lines])
+    with torch.no_grad():
+        theirs = model(input_ids=enc.input_ids, attention_mask=enc.attention_mask,
+                       decoder_input_ids=dec).logits
+        mine, _ = loaded.model(src, dec)
+    assert torch.allclose(mine, theirs[..., :vocab], atol=1e-4, rtol=0)
+    decoding = DecodingConfig(**{**to_dict(loaded.config)["decoding"], "beam_size": beam,
+                                 "length_norm": "none"})
+    found = search(loaded.model, src, decoding)
+    with torch.no_grad():
+        out = model.generate(**enc, num_beams=beam, length_penalty=0.0, do_sample=False, early_stopping=False)
+    for hyps, row in zip(found, out.tolist(), strict=True):  # up to the first </s> (what follows is padding)
+        assert hyps[0].tokens + [3] == row[1:row.index(3) + 1]
+    # single-sentence lines: `mtkit translate` cuts a line into sentences, `generate` does not
+    single = [i for i, x in enumerate(lines) if not any(c in x[:-1] for c in ".!?")]
+    expected = tok.batch_decode(out[single], skip_special_tokens=True)
+    engine = Translator(model_dir, device="cpu", threads=1, precision="fp32", beam_size=beam)
+    assert engine.translate([lines[i] for i in single]) == expected
+
+
+PRE_NORM = {
+    "pre, relu, interleaved, no source eos (a recipe's)": {
+        "norm": "pre", "activation": "relu", "sinusoid_layout": "interleaved", "source_eos": False},
+    "pre, swish, halves, source eos, tied": {"norm": "pre"},
+    "pre, gelu, untied, no scale, no source eos": {"norm": "pre", "activation": "gelu",
+                                                   "tie_embeddings": False, "embed_scale": False,
+                                                   "source_eos": False},
+    "post, interleaved, no source eos": {"sinusoid_layout": "interleaved", "source_eos": False},
+}
+
+
+@pytest.mark.parametrize("variant", list(PRE_NORM))
+def test_every_transformer_goes_out_with_the_auto_classes_and_comes_back(variant, spms, tmp_path):
+    """Pre-norm → Pegasus, post-norm → MarianMT; interleaved sinusoids by permuting the residual stream;
+    no source EOS → a fast tokenizer.json: AutoTokenizer + AutoModelForSeq2SeqLM compute and search as
+    mtkit does, the model card carries the Hub's metadata, and import gives back the same model."""
+    settings = PRE_NORM[variant]
+    original = mtkit_model(tmp_path / "orig", spms, **settings)
+    hf_dir = export_hf(original, tmp_path / "hf", license="cc-by-4.0", scores={"BLEU": 12.3, "chrF": 40.1})
+    config = json.loads((hf_dir / "config.json").read_text())
+    assert config["model_type"] == ("pegasus" if settings.get("norm") == "pre" else "marian")
+    assert (hf_dir / "tokenizer.json").is_file() == (not settings.get("source_eos", True))
+    card = (hf_dir / "README.md").read_text()
+    front = card.split("---")[1]
+    for needed in ("- en", "- de", "pipeline_tag: translation", "license: cc-by-4.0", "value: 12.30",
+                   "type: chrf"):
+        assert needed in front
+    assert "mtkit" in card.split("---", 2)[2]
+    for beam in (1, 5):
+        compare_auto(hf_dir, original, beam)
+    back = import_hf(hf_dir, tmp_path / "back")
+    a, b = load_model(original), load_model(back)
+    sa, sb = a.model.state_dict(), b.model.state_dict()
+    assert set(sa) == set(sb) and all(torch.equal(sa[k], sb[k]) for k in sa)
+    assert a.config.model == b.config.model
+
+
+def rnn_model(root: Path, spms: Path) -> Path:
+    root.mkdir(parents=True)
+    train_bpe([str(spms / "source.txt"), str(spms / "target.txt")], str(root / "bpe"), vocab_size=60)
+    size = len(Bpe(root / "bpe.model"))
+    cfg = Config()
+    cfg.model = ModelConfig(arch="rnn", emb_dim=8, hidden_size=8, encoder_layers=1, decoder_layers=1)
+    net = build_model(cfg.model, size, size, True)
+    meta = {"src_lang": "en", "tgt_lang": "de", "joint": True, "src_bpe": "bpe.model", "tgt_bpe": "bpe.model",
+            "src_vocab_size": size, "tgt_vocab_size": size}
+    save_checkpoint({"model": net.state_dict(), "config": to_dict(cfg), "vocab": meta},
+                    root / "checkpoint_best.pt")
+    (root / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize("setting", [{"positions": "learned"}, {"positions": "relative"}, {"arch": "rnn"}])
+def test_a_model_without_an_equivalent_is_refused_in_one_line_and_nothing_written(setting, spms, tmp_path):
+    if setting.get("arch") == "rnn":
+        model_dir = rnn_model(tmp_path / "orig", spms)
+    else:
+        model_dir = mtkit_model(tmp_path / "orig", spms, **setting)
+    with pytest.raises(MtkitError, match=f"model.{next(iter(setting))}") as info:
         export_hf(model_dir, tmp_path / "hf")
+    assert "\n" not in str(info.value)
     assert not (tmp_path / "hf").exists() and not list(tmp_path.glob(".hf.*"))
 
 
@@ -342,14 +435,14 @@ def test_fine_tune_an_imported_model_then_export_it_back(spms, tmp_path):
     compare(exported, tmp_path / "tuned", 3)
 
 
-def test_cli_export_hf_refuses_mtkit_default_positions_in_one_line(spms, tmp_path):
-    """mtkit's default interleaved sinusoids are not MarianMT's: the command names the setting to train
-    with, exits non-zero, and writes nothing."""
-    model_dir = mtkit_model(tmp_path / "orig", spms, sinusoid_layout="interleaved")
+def test_cli_export_hf_refuses_relative_positions_in_one_line(spms, tmp_path):
+    """Relative positions have no Transformers equivalent: the command names the setting to train with,
+    exits non-zero, and writes nothing."""
+    model_dir = mtkit_model(tmp_path / "orig", spms, positions="relative")
     done = run("export", "-m", str(model_dir), "-o", str(tmp_path / "hf"), "--format", "hf")
     lines = [x for x in done.stderr.splitlines() if x.strip()]
     assert done.returncode != 0 and "Traceback" not in done.stderr
-    assert len(lines) == 1 and "model.sinusoid_layout: halves" in lines[0], done.stderr
+    assert len(lines) == 1 and "model.positions: sinusoidal" in lines[0], done.stderr
     assert not (tmp_path / "hf").exists() and not list(tmp_path.glob(".hf.*"))
 
 

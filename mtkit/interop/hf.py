@@ -29,6 +29,7 @@ from mtkit.config.experiment import CONFIG_FILE, from_dict, save_config, to_dict
 from mtkit.data.bpe import Bpe
 from mtkit.data.meta import DataMeta, read_meta, write_meta
 from mtkit.errors import CheckpointError, ConfigError, DataError, MtkitError
+from mtkit.interop.hf_tokenizer import fast_tokenizer
 from mtkit.interop.marian import (
     decoding_settings,
     embeddings,
@@ -38,6 +39,8 @@ from mtkit.interop.marian import (
     to_mtkit,
     vocab_order,
 )
+from mtkit.interop.pegasus import final_norms, pegasus_config, permute_residual, to_pegasus
+from mtkit.interop.pegasus import model_settings as pegasus_settings
 from mtkit.interop.spm_proto import read_pieces, reorder
 from mtkit.models import build_model
 from mtkit.models.positions import marian_sinusoids
@@ -113,9 +116,11 @@ def import_hf(source: str | Path, output: str | Path) -> Path:
     source, output = Path(source), Path(output)
     _check_output(output)
     if not (source / "config.json").is_file():
-        raise ConfigError(f"{source}: not a MarianMT directory (no config.json)")
+        raise ConfigError(f"{source}: not a MarianMT or Pegasus directory (no config.json)")
     hf = _json(source / "config.json")
-    model = model_settings(hf, str(source / "config.json"))
+    pegasus = hf.get("model_type") == "pegasus"
+    model = (pegasus_settings if pegasus else model_settings)(hf, str(source / "config.json"))
+    model["source_eos"] = bool(hf.get("mtkit_source_eos", True))  # MarianTokenizer appends </s>
     tok = _json(source / "tokenizer_config.json") if (source / "tokenizer_config.json").is_file() else {}
     separate = bool(tok.get("separate_vocabs", False))
     for name in TOKENIZER_FILES + (("target_vocab.json",) if separate else ()):
@@ -135,6 +140,9 @@ def import_hf(source: str | Path, output: str | Path) -> Path:
     tgt_vocab = _json(source / "target_vocab.json") if separate else src_vocab
     size = int(hf.get("vocab_size", 58101))
     tgt_size = int(hf.get("decoder_vocab_size") or size) if separate else size
+    sizes = hf.get("mtkit_vocab_sizes")
+    if pegasus and isinstance(sizes, list) and len(sizes) == 2:  # one vocab_size: the rows past each side's
+        size, tgt_size = int(sizes[0]), int(sizes[1] if separate else sizes[0])  # own are padding
     tgt = vocab_order(tgt_vocab, tgt_size, pad, _id(tgt_vocab, "<unk>", source), eos, start,
                       str(source / ("target_vocab.json" if separate else "vocab.json")))
     src = tgt if not separate else vocab_order(
@@ -146,10 +154,17 @@ def import_hf(source: str | Path, output: str | Path) -> Path:
     hf_state = _weights(source)
     _check_positions(hf_state, model["d_model"], source)
     try:
-        embeddings(hf_state, model)  # shared or not, as transformers loads them
+        enc, dec = embeddings(hf_state, model)  # shared or not, as transformers loads them
+        if pegasus and "lm_head.weight" in hf_state:  # an untied export of a model whose output layer is
+            model["tie_embeddings"] = torch.equal(hf_state["lm_head.weight"], dec)  # its target embedding
         state = to_mtkit(hf_state, model, src, tgt)
+        if pegasus:
+            state.update(final_norms(hf_state))
     except ConfigError as exc:
         raise CheckpointError(f"{source}: {exc}") from None
+    if hf.get("mtkit_sinusoid_layout") == "interleaved":  # exported from mtkit's own table: back
+        state = permute_residual(state, model["d_model"], inverse=True)
+        model["sinusoid_layout"] = "interleaved"
     if not state["output_bias"].any():  # all zero (no added pad row either): a model without one, as
         model["output_bias"] = False     # an mtkit model exported to hf comes back
         del state["output_bias"]
@@ -203,8 +218,12 @@ def _check_positions(state: dict[str, torch.Tensor], dim: int, source: Path) -> 
 
 
 # ------------------------------------------------------------------------------------------- export
-def export_hf(model: str | Path, output: str | Path, checkpoint: str = "best") -> Path:
-    """An mtkit model → a MarianMT directory at ``output`` that `transformers` loads by itself."""
+def export_hf(model: str | Path, output: str | Path, checkpoint: str = "best", *, license: str = "unknown",
+              scores: dict[str, float] | None = None) -> Path:
+    """An mtkit Transformer → a Hugging Face directory at ``output`` that ``AutoTokenizer`` and
+    ``AutoModelForSeq2SeqLM`` load by themselves: MarianMT for a post-norm model, Pegasus for a pre-norm
+    one; MarianTokenizer where the model appends </s> to the source, else a fast ``tokenizer.json``; a
+    model card (README.md) with ``license`` and the test ``scores`` (e.g. {"bleu": 27.1, "chrf": 55.0})."""
     output = Path(output)
     _check_output(output)
     file, model_dir = resolve_checkpoint(model, checkpoint)
@@ -213,24 +232,45 @@ def export_hf(model: str | Path, output: str | Path, checkpoint: str = "best") -
     meta = DataMeta.from_dict(saved["vocab"], str(file)) if saved.get("vocab") else read_meta(model_dir)
     check_marian(cfg, meta)
     m, state = cfg.model, saved["model"]
-    shared = meta.one_vocabulary() and m.share_all_embeddings and meta.src_vocab_size == meta.tgt_vocab_size
-    config, gen = hf_settings(m, cfg.decoding, meta.src_vocab_size, meta.tgt_vocab_size)
-    config["share_encoder_decoder_embeddings"] = shared
     separate = not meta.one_vocabulary()
+    if m.sinusoid_layout == "interleaved":  # the same model with MarianMT's/Pegasus' table (pegasus.py)
+        state = permute_residual(state, m.d_model)
+    config, gen = hf_settings(m, cfg.decoding, meta.src_vocab_size, meta.tgt_vocab_size)
     try:
-        tensors = to_hf(state, m, shared)
+        if m.norm == "post":
+            shared = meta.one_vocabulary() and m.share_all_embeddings and \
+                meta.src_vocab_size == meta.tgt_vocab_size
+            config["share_encoder_decoder_embeddings"] = shared
+            tensors = to_hf(state, m, shared)
+        else:
+            vocab = max(meta.src_vocab_size, meta.tgt_vocab_size)
+            tied = not separate and m.share_all_embeddings and m.tie_embeddings
+            config = pegasus_config(m, vocab, tied)
+            tensors = to_pegasus(state, m, vocab, tied)
     except KeyError as exc:
         raise CheckpointError(f"{file}: no tensor {exc} (not a checkpoint of this model config)") from None
-    tok = {"tokenizer_class": "MarianTokenizer", "source_lang": meta.src_lang, "target_lang": meta.tgt_lang,
+    config["mtkit_sinusoid_layout"] = m.sinusoid_layout
+    config["mtkit_source_eos"] = m.source_eos
+    config["mtkit_vocab_sizes"] = [meta.src_vocab_size, meta.tgt_vocab_size]
+    langs = {"source_lang": meta.src_lang, "target_lang": meta.tgt_lang}
+    tok = {"tokenizer_class": "MarianTokenizer", **langs,
            "separate_vocabs": separate, "model_max_length": 512, "unk_token": "<unk>", "eos_token": "</s>",
            "pad_token": "<pad>"}
+    card = model_card(cfg, meta, saved, config["architectures"][0], license, scores)
 
     def build(stage: Path) -> None:
         write_safetensors(stage / "model.safetensors", tensors)
+        if not m.source_eos:  # MarianTokenizer would append </s>: a fast tokenizer that does not
+            fast_tokenizer(model_dir / meta.src_bpe, source_eos=False).save_pretrained(stage)
+            written = _json(stage / "tokenizer_config.json")
+            tok.clear()
+            tok.update({**written, **langs})
         for name, value in (("config.json", config), ("generation_config.json", gen),
                             ("tokenizer_config.json", tok)):
             text = json.dumps(value, indent=2, ensure_ascii=False) + "\n"
             (stage / name).write_text(text, encoding="utf-8")
+        (stage / "README.md").write_text(card, encoding="utf-8")
+        # MarianTokenizer's files; with the fast tokenizer, what `mtkit import-hf` reads back
         for side, file in (("source", meta.src_bpe), ("target", meta.tgt_bpe)):
             shutil.copyfile(model_dir / file, stage / f"{side}.spm")
         vocabs = [("vocab.json", meta.src_bpe)] + ([("target_vocab.json", meta.tgt_bpe)] if separate else [])
@@ -240,6 +280,49 @@ def export_hf(model: str | Path, output: str | Path, checkpoint: str = "best") -
             (stage / name).write_text(json.dumps(ids, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
     return _staged(output, build)
+
+
+def model_card(cfg: Any, meta: DataMeta, saved: dict[str, Any], architecture: str, license: str,
+               scores: dict[str, float] | None) -> str:
+    """README.md with the Hub's metadata (YAML front matter): languages, pipeline_tag, license, the
+    test scores given, how the model was trained, mtkit's version."""
+    m, t = cfg.model, cfg.training
+    front = ["---", "language:", f"- {meta.src_lang}", f"- {meta.tgt_lang}", f"license: {license}",
+             "pipeline_tag: translation", "library_name: transformers", "tags:", "- translation", "- mtkit",
+             f"- {'pegasus' if m.norm == 'pre' else 'marian'}"]
+    lines = []
+    if scores:
+        pair = f"{meta.src_lang}-{meta.tgt_lang}"
+        front += ["model-index:", f"- name: {pair}", "  results:", "  - task:", "      type: translation",
+                  f"      name: Translation {pair}", "    metrics:"]
+        for name, value in scores.items():
+            front += [f"    - type: {name.lower()}", f"      value: {float(value):.2f}",
+                      f"      name: {name}"]
+        lines.append("Test scores (fp32 `mtkit translate`): "
+                     + ", ".join(f"{k} {float(v):.2f}" for k, v in scores.items()) + ".")
+    front.append("---")
+    valid = (saved.get("metrics") or {}).get("valid")
+    steps = saved.get("step")
+    body = [f"# {meta.src_lang}→{meta.tgt_lang} translation ({architecture})", "",
+            f"Trained with mtkit {meta.mtkit_version or '(version not recorded)'}; exported by mtkit "
+            f"{__version__} (`mtkit export --format hf`).", "",
+            f"- model: Transformer, {m.norm}-norm, d_model {m.d_model}, {m.heads} heads, FFN {m.d_ff} "
+            f"({m.activation}), {m.encoder_layers}+{m.decoder_layers} layers",
+            f"- vocabulary: sentencepiece, {'joint' if meta.joint else 'separate'} "
+            f"({meta.src_vocab_size}/{meta.tgt_vocab_size} pieces)",
+            f"- training: {t.optimizer}, lr {t.lr}, {t.schedule}, max_tokens {t.max_tokens}, label smoothing "
+            f"{t.label_smoothing}" + (f", {steps} updates" if steps else ""),
+            f"- data: {cfg.data.train_src or '(not recorded)'}"]
+    if isinstance(valid, dict) and valid:
+        shown = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in valid.items())
+        body.append(f"- validation at this checkpoint: {shown}")
+    body += ["", *lines, "", "```python",
+             "from transformers import AutoModelForSeq2SeqLM, AutoTokenizer",
+             'tok = AutoTokenizer.from_pretrained("THIS_DIRECTORY")',
+             'model = AutoModelForSeq2SeqLM.from_pretrained("THIS_DIRECTORY")',
+             'out = model.generate(**tok(["A sentence."], return_tensors="pt"))',
+             "print(tok.batch_decode(out, skip_special_tokens=True))", "```", ""]
+    return "\n".join(front + [""] + body)
 
 
 def write_safetensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
@@ -264,18 +347,22 @@ def write_safetensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
 
 
 def check_marian(cfg: Any, meta: DataMeta) -> None:
-    """Refuse, in one line naming the setting to train with, a model MarianMT cannot represent."""
+    """Refuse, in one line naming the setting, a model no Transformers architecture represents exactly."""
     m = cfg.model
-    wanted = {"arch": "transformer", "norm": "post", "positions": "sinusoidal", "sinusoid_layout": "halves",
-              "source_eos": True}
-    for key, value in wanted.items():
-        if getattr(m, key) != value:
-            raise ConfigError(f"export --format hf: model.{key}={getattr(m, key)!r}; MarianMT needs "
-                              f"model.{key}: {str(value).lower()} (train with it; no other Transformers "
-                              "architecture represents this model exactly); nothing was written")
+    if m.arch != "transformer":
+        raise ConfigError(f"export --format hf: model.arch={m.arch!r}; only Transformers have a Hugging Face "
+                          "equivalent (MarianMT, Pegasus); nothing was written")
+    if m.positions != "sinusoidal":
+        raise ConfigError(f"export --format hf: model.positions={m.positions!r}; MarianMT and Pegasus need "
+                          "model.positions: sinusoidal (train with it; no Transformers architecture holds "
+                          "this model exactly); nothing was written")
+    if not meta.one_vocabulary() and not m.source_eos:
+        raise ConfigError("export --format hf: separate vocabularies with model.source_eos=false: "
+                          "MarianTokenizer (the one with two vocabularies) appends </s> to the source; "
+                          "train with model.source_eos: true or a joint vocabulary; nothing was written")
     if meta.languages:
         raise ConfigError("export --format hf: a multilingual model (data.corpora) has language tags that "
-                          "MarianTokenizer would not add; nothing was written")
+                          "the tokenizer would not add; nothing was written")
 
 
 __all__ = ["check_marian", "export_hf", "import_hf"]

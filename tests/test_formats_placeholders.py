@@ -103,31 +103,50 @@ def test_a_broken_piece_is_retried_with_its_placeholders_as_constraints():
 
 
 def test_a_string_still_broken_after_the_retry_is_left_untranslated_with_the_reason():
-    def swapping(lines):
-        return [s.replace("%s of %d", "%d of %s") for s in lines]
+    def inventing(lines, constraints=None):
+        return [s + " %x" for s in lines]  # every path (plain, constraints, sentinels, position) breaks
 
-    out = translate_strings(["%s of %d", "fine"], swapping, lambda lines, c: swapping(lines))
+    out = translate_strings(["%s of %d", "fine"], inventing, inventing)
     assert out[0].text is None
-    assert "%s %d out of order" in out[0].problem and "as constraints" in out[0].problem
-    assert out[1].text == "fine"
-    # without a constrained search (the ct2 engine) it is left at once
-    alone = translate_strings(["%s of %d"], swapping, None)
+    assert "added %x" in out[0].problem and "as constraints" in out[0].problem
+    assert out[1].text is None  # "fine %x" gained a directive: a printf-syntax check is not needed here
+    # without a constrained search (the ct2 engine) the retry is skipped
+    alone = translate_strings(["%s of %d"], inventing, None)
     assert alone[0].text is None and "as constraints" not in alone[0].problem
 
 
-def test_a_placeholder_the_model_cannot_write_leaves_its_string_untranslated():
+def test_a_model_that_will_not_keep_placeholders_gets_them_back_by_sentinels_then_by_position():
+    def swapping(lines):  # swaps the directives, and copies numbers
+        return [s.replace("%s of %d", "%d of %s").upper() for s in lines]
+
+    out = translate_strings(["%s of %d files"], swapping)
+    assert (out[0].text, out[0].rescued) == ("%s OF %d FILES", "sentinels")  # "901 OF 902 FILES"
+
+    def no_marks(lines):  # writes no %, no <, no digits: the sentinels do not come back either
+        return [re.sub(r"[%<>/0-9]|\b[sd]\b|\bb\b", "", s).upper() for s in lines]
+
+    model, calls = _recording(no_marks)
+    out = translate_strings(["Click <b>Save</b> now", "Open %s in %d seconds"], model)
+    assert [o.rescued for o in out] == ["position", "position"]
+    assert out[0].text == "CLICK <b>SAVE</b> NOW" and out[1].text == "OPEN %s IN %d SECONDS"
+    assert calls[1] == ["Click 901 Save 902 now", "Open 901 in 902 seconds"]  # sentinels first
+    assert calls[2] == ["Click Save now", "Open in seconds"]  # then without them, put back by position
+
+
+def test_a_placeholder_the_model_cannot_write_is_put_back_by_position():
     def cannot(lines, constraints):
         if any("ü" in c for cs in constraints for c in cs):
             raise DataError("the target term cannot be encoded")
         return lines
 
     out = translate_strings(["a {ü} b", "c %s d"], lambda lines: [s.split()[0] for s in lines], cannot)
-    assert out[0].text is None and "cannot write them" in out[0].problem
-    assert out[1].text == "c %s d"  # found one by one: the other is retried as usual
+    assert out[0].text == "a {ü}" and out[0].rescued == "position"  # "a" of "a b": {ü} after it
+    assert out[1].text == "c %s d" and out[1].constrained  # found one by one: the other is retried as usual
 
 
 def test_one_broken_piece_leaves_its_whole_string_untranslated():
-    out = translate_strings(["First %s.\nSecond line."], lambda lines: [s.replace("%s", "") for s in lines])
+    out = translate_strings(["First %s.\nSecond line."], lambda lines: [s.replace("%s", "") for s in lines],
+                            rescue=False)
     assert out[0].text is None
 
 
@@ -225,8 +244,11 @@ def test_icu_plural_branches_are_translated_apart_with_their_structure_kept():
                            "other {# FILES '{'X'}'}} LEFT")
     assert sorted(calls[0]) == ["# file", "# files '{'x'}'", "no files"]  # the branches, on their own
     assert calls[1] == ["You have {count} left"]
-    dropped = translate_strings([source], lambda ls: [s.replace("#", "") for s in ls])
+    dropped = translate_strings([source], lambda ls: [s.replace("#", "") for s in ls], rescue=False)
     assert dropped[0].text is None and "lost #" in dropped[0].problem
+    rescued = translate_strings([source], lambda ls: [s.replace("#", "").upper() for s in ls])
+    assert rescued[0].text == ("YOU HAVE {count, plural, offset:1 =0 {NO FILES} one {# FILE} "
+                               "other {# FILES '{'X'}'}} LEFT")
 
 
 @pytest.mark.parametrize(("text", "expected"), [

@@ -18,8 +18,11 @@ How, so that a written translation keeps every one of them by construction:
    directives in the source's order (their arguments come in that order). Where the search gives
    several candidates (the beam's finished hypotheses, best first), the first that keeps them is taken.
 3. A piece whose translation lost, added or changed one is translated again with its placeholders as
-   hard constraints (the glossary's constrained search; torch engine only) and checked again. A string
-   with a piece still broken is left untranslated (None), with the reason, for the caller to report.
+   hard constraints (the glossary's constrained search; torch engine only) and checked again.
+4. A piece still broken is translated with its placeholders out of the model's reach: as numbered
+   sentinels, else without them and put back by position (formats/masking.py), and checked again. A
+   string with a piece still broken is left untranslated (None), with the reason, for the caller to
+   report.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mtkit.errors import DataError
-from mtkit.formats import icu
+from mtkit.formats import icu, masking
 
 _PRINTF = (r"%(?:\([A-Za-z_]\w*\)|[1-9]\d*\$)?[-+#0'I]*(?:\d+|\*)?(?:\.(?:\d+|\*))?"
            r"(?:(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGaAcsSp%mr]|<PRI[A-Za-z0-9_]+>)")
@@ -118,6 +121,11 @@ ConstrainedFn = Callable[[list[str], list[list[str]]], Sequence["str | list[str]
 def placeholders(text: str, syntax: Syntax = GENERIC) -> list[str]:
     """The placeholders of ``text`` (in ``syntax``, the generic set by default), in order."""
     return syntax.findall(text)
+
+
+def in_order(found: list[str]) -> list[str]:
+    """The printf directives among ``found`` whose arguments come in order (see ``_ordered``)."""
+    return [p for p in found if _ordered(p)]
 
 
 def _ordered(placeholder: str) -> bool:
@@ -247,19 +255,23 @@ class Outcome:
     text: str | None
     problem: str = ""
     constrained: bool = False  # kept only after the constrained retry
+    rescued: str = ""  # kept only by "sentinels" or by "position" (formats/masking.py)
 
 
 def translate_strings(strings: Sequence[str], translate: TranslateFn,
                       constrained: ConstrainedFn | None = None, accelerators: str = "",
-                      syntaxes: Sequence[Syntax] | None = None) -> list[Outcome]:
+                      syntaxes: Sequence[Syntax] | None = None, rescue: bool = True) -> list[Outcome]:
     """Translations of ``strings`` with every placeholder kept, or None with the reason (see the module
     docstring). ``constrained`` (None where the engine has none) retries the broken pieces;
     ``accelerators``: the marks that may stand before an accelerator key (e.g. "_&~" for catalogs);
     ``syntaxes``: each string's placeholders (``syntax_for`` its entry's flags; the generic set where
-    None). ICU complex arguments are translated branch by branch (formats/icu.py)."""
+    None); ``rescue``: whether a piece still broken after the constrained retry is translated by
+    sentinels or position (step 4; off, it is left: what the model does alone). ICU complex arguments
+    are translated branch by branch (formats/icu.py)."""
     syntaxes = list(syntaxes) if syntaxes is not None else [GENERIC] * len(strings)
-    outers, icu_args, branch_outcomes = _icu_branches(strings, translate, constrained, accelerators, syntaxes)
-    outcomes = _translate_plain(outers, translate, constrained, accelerators, syntaxes)
+    outers, icu_args, branch_outcomes = _icu_branches(strings, translate, constrained, accelerators, syntaxes,
+                                                      rescue)
+    outcomes = _translate_plain(outers, translate, constrained, accelerators, syntaxes, rescue)
     for i, (args, marks) in icu_args.items():
         outcome = outcomes[i]
         broken = next((o for o in branch_outcomes[i] if o.text is None), None)
@@ -272,7 +284,7 @@ def translate_strings(strings: Sequence[str], translate: TranslateFn,
         text = outcome.text
         for arg, mark in zip(args, marks, strict=True):
             text = text.replace(mark, arg.rebuilt([next(messages) for _ in arg.branches]), 1)
-        outcomes[i] = Outcome(text, constrained=outcome.constrained)
+        outcomes[i] = Outcome(text, constrained=outcome.constrained, rescued=outcome.rescued)
     return outcomes
 
 
@@ -281,7 +293,7 @@ _IcuArgs = tuple[list[icu.ComplexArg], list[str]]
 
 
 def _icu_branches(strings: Sequence[str], translate: TranslateFn, constrained: ConstrainedFn | None,
-                  accelerators: str, syntaxes: list[Syntax]
+                  accelerators: str, syntaxes: list[Syntax], rescue: bool
                   ) -> tuple[list[str], dict[int, _IcuArgs], dict[int, list[Outcome]]]:
     """Each string with its ICU complex arguments standing as ``{name}``; per string that had some, the
     arguments and their stand-ins; and the outcomes of their branch messages, translated as strings of
@@ -301,7 +313,7 @@ def _icu_branches(strings: Sequence[str], translate: TranslateFn, constrained: C
             syntax = _with_hash(syntaxes[i]) if arg.counts else syntaxes[i]
             branches += [(i, message, syntax) for message in arg.branches]
     done = translate_strings([m for _, m, _ in branches], translate, constrained, accelerators,
-                             [s for _, _, s in branches]) if branches else []
+                             [s for _, _, s in branches], rescue) if branches else []
     per: dict[int, list[Outcome]] = {i: [] for i in found}
     for (i, _, _), outcome in zip(branches, done, strict=True):
         per[i].append(outcome)
@@ -314,7 +326,7 @@ def _with_hash(syntax: Syntax) -> Syntax:
 
 
 def _translate_plain(strings: Sequence[str], translate: TranslateFn, constrained: ConstrainedFn | None,
-                     accelerators: str, syntaxes: list[Syntax]) -> list[Outcome]:
+                     accelerators: str, syntaxes: list[Syntax], rescue: bool) -> list[Outcome]:
     """``translate_strings`` for strings without ICU complex arguments."""
     parsed = [_parse(s, accelerators, syntax) for s, syntax in zip(strings, syntaxes, strict=True)]
     cores = [(i, n, piece.core) for i, p in enumerate(parsed)
@@ -335,6 +347,19 @@ def _translate_plain(strings: Sequence[str], translate: TranslateFn, constrained
                 retried.add(k)
             else:
                 problems[k] += f"; with them as constraints {out!r}: {kept(cores[k][2], out, core_syntax[k])}"
+    rescued: dict[int, str] = {}  # core → how its placeholders were put back (formats/masking.py)
+    lost = [k for k, problem in enumerate(problems)
+            if rescue and problem and placeholders(cores[k][2], core_syntax[k])]
+    if lost:  # the model will not keep them: sentinels, then position
+        def keeps(j: int, text: str) -> bool:
+            return not kept(cores[lost[j]][2], text, core_syntax[lost[j]])
+
+        found = masking.rescue([cores[k][2] for k in lost], [core_syntax[k].finditer for k in lost],
+                               translate, keeps)
+        for k, got in zip(lost, found, strict=True):
+            if got is not None:
+                texts[k], problems[k] = got[0], ""
+                rescued[k] = got[1]
     translated: dict[tuple[int, int], str] = {}
     failed: dict[int, str] = {}
     for k, (i, n, core) in enumerate(cores):
@@ -342,6 +367,9 @@ def _translate_plain(strings: Sequence[str], translate: TranslateFn, constrained
             failed.setdefault(i, f"{core!r} → {texts[k]!r}: {problems[k]}")
         translated[(i, n)] = texts[k]
     retried_strings = {cores[k][0] for k in retried}
+    rescued_strings: dict[int, str] = {}
+    for k, how in rescued.items():
+        rescued_strings.setdefault(cores[k][0], how)
     outcomes = []
     for i, p in enumerate(parsed):
         if i in failed:
@@ -352,7 +380,8 @@ def _translate_plain(strings: Sequence[str], translate: TranslateFn, constrained
             text = translated.get((i, n), piece.fixed)
             at_mark = n == p.mark_piece and piece.core
             parts.append(_with_mark(text, p.mark, p.mark_letter, p.syntax) if at_mark else text)
-        outcomes.append(Outcome("".join(parts), constrained=i in retried_strings))
+        outcomes.append(Outcome("".join(parts), constrained=i in retried_strings,
+                                rescued=rescued_strings.get(i, "")))
     return outcomes
 
 

@@ -37,6 +37,7 @@ from mtkit.formats.placeholders import (
     ConstrainedFn,
     Outcome,
     TranslateFn,
+    in_order,
     placeholders,
     syntax_for,
     translate_strings,
@@ -47,7 +48,8 @@ from mtkit.formats.po_read import BOM, Catalog, Entry, read
 ACCELERATORS = "_&~"
 WRAP = 79  # gettext's line width
 #: format flags whose every plural form must use every argument of msgid_plural, even a form for 1 alone
-#: (what msgfmt --check-format 0.21 does: for the other syntaxes it lets such a form leave the number out)
+#: (what msgfmt --check-format 0.21 does: for the other syntaxes it lets such a form leave the number out;
+#: python-format too where its directives are unnamed)
 STRICT_FORMS = frozenset(("qt-format", "lua-format", "scheme-format", "lisp-format"))
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\a": "\\a", "\b": "\\b",
             "\f": "\\f", "\v": "\\v"}
@@ -148,13 +150,18 @@ def _translations(catalog: Catalog, name: str, todo: list[Entry], plain: Transla
         else:
             assert rule is not None  # _plural_rule refused the catalog otherwise
             syntax = syntax_for(entry.flags)
-            one = Counter(placeholders(entry.msgid, syntax))
-            many = Counter(placeholders(entry.msgid_plural, syntax))
+            found_one = placeholders(entry.msgid, syntax)
+            found_many = placeholders(entry.msgid_plural, syntax)
+            one, many = Counter(found_one), Counter(found_many)
             # msgfmt checks every form against msgid_plural: the singular's translation may stand in a
-            # form only with none of the plural's placeholders missing but where the form is for 1 alone
-            # (and never with one missing in the syntaxes whose every form must use every argument)
-            strict = one != many and STRICT_FORMS & set(entry.flags)
-            singular = singular_forms[one == many] if one <= many and not strict else set()
+            # form only with none of the plural's placeholders missing but where the form is for 1 alone,
+            # the arguments it has in their places (printf's come in order: "%d" cannot stand for "%s %d"),
+            # and never with one missing in the syntaxes whose every form must use every argument
+            ordered_one = in_order(found_one)
+            fits = one <= many and ordered_one == in_order(found_many)[:len(ordered_one)]
+            strict = one != many and bool(STRICT_FORMS & set(entry.flags) or (
+                "python-format" in entry.flags and any(p[:2] not in ("%(", "%%") for p in found_many)))
+            singular = singular_forms[one == many] if fits and not strict else set()
             strings = [(n, texts[0] if n in singular else texts[1]) for n in range(rule.nplurals)]
         unwritable = next((t for _, t in strings if not _encodes(t, catalog.charset)), None)
         if unwritable is not None:

@@ -5,7 +5,7 @@ PIP := $(PYTHON) -m pip
 TORCH_VERSION ?= 2.13.0
 STAMP := .install.stamp
 
-.PHONY: install test test-isa lint demo bench clean
+.PHONY: install test test-quick test-isa lint demo bench clean
 
 install: $(STAMP)
 
@@ -16,12 +16,19 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 # Most tests run one thread: one pytest worker per core (pytest-xdist), each taking whole modules so
-# that a module's fixtures (a trained model, an export) are built once. TEST_WORKERS=0 runs serially.
+# that a module's fixtures (a trained model, an export) are built once. The modules go out in the order
+# tests/conftest.py gives them, longest first (xdist would otherwise send the modules with the most tests
+# first and leave the long end-to-end ones for the end, one worker idle). TEST_WORKERS=0 runs serially.
 TEST_WORKERS ?= auto
-PYTEST := $(PYTHON) -m pytest -n $(TEST_WORKERS) --dist loadscope
+PYTEST := $(PYTHON) -m pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 test: install
 	$(PYTEST) tests
+
+# The inner loop: all but the long end-to-end tests (@pytest.mark.slow: kill and resume, torchrun, whole
+# recipes, the CLI chains); `make test` and CI run those too.
+test-quick: install
+	$(PYTEST) -m "not slow" tests
 
 # The numerically sensitive tests (two engines, precisions, batch compositions, search, the server
 # against offline translation) again with every library's CPU code path forced down, so that a machine

@@ -98,6 +98,7 @@ def mtkit(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mtkit", *args], capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_teacher_translate_resume_then_distill_gives_the_same_corpus_as_one_run(tmp_path):
     teacher = make_model_dir(tmp_path / "teacher", beam_size=2, max_len_a=1.0, max_len_b=4)
     src = write(tmp_path / "train.en", sentences(30, seed=5) + ["", "a cat ."])

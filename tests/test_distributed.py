@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from mtkit.checkpoint import load_checkpoint
@@ -19,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from train_helpers import make_data_dir, tiny_config  # noqa: E402
 
 
+@pytest.mark.slow
 def test_two_process_gloo_run_equals_update_freq_two(tmp_path):
     data = make_data_dir(tmp_path, n_train=300, n_dev=10, random_ids=(3, 9), vocab_size=24)
     # 11 batches an epoch: 5 updates of 2 stay within the first epoch

@@ -35,11 +35,9 @@ from mtkit.errors import CheckpointError, ConfigError, MtkitError
 from mtkit.interop.export import check_expressible, run_export
 from mtkit.interop.manifest import MANIFEST, is_exported, read_manifest
 from mtkit.models import build_model
-from mtkit.train.trainer import train
 
 sys.path.insert(0, str(Path(__file__).parent))
 from near_ties import ForcedScorer, check_same_or_near_tie  # noqa: E402
-from train_helpers import make_data_dir, tiny_config  # noqa: E402
 
 needs_ct2 = pytest.mark.skipif(importlib.util.find_spec("ctranslate2") is None,
                                reason="ctranslate2 is not installed (pip install 'mtkit[ct2]')")
@@ -98,15 +96,14 @@ def bpe_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> tuple[Path, Path, list[str]]:
+def trained(copy_model, tmp_path_factory) -> tuple[Path, Path, list[str]]:
     """(model dir, its float32 export, input lines): a Transformer trained for a few seconds to copy
-    its input, so that its translations are neither empty nor degenerate."""
+    its input, so that its translations are neither empty nor degenerate (tests/conftest.py)."""
     root = tmp_path_factory.mktemp("trained")
-    data = make_data_dir(root, n_train=600, n_dev=20, random_ids=(3, 10), vocab_size=24)
-    train(tiny_config(data, root / "model", max_steps=300, validate_every=1000, log_every=1000))
-    lines = (root / "corpus.txt").read_text(encoding="utf-8").splitlines()[:24]
-    exported = run_export(root / "model", root / "ct2") if importlib.util.find_spec("ctranslate2") else root
-    return root / "model", exported, lines
+    lines = (copy_model / "corpus.txt").read_text(encoding="utf-8").splitlines()[:24]
+    exported = (run_export(copy_model / "model", root / "ct2") if importlib.util.find_spec("ctranslate2")
+                else root)
+    return copy_model / "model", exported, lines
 
 
 HOSTILE = ["", "   ", "a\x00b\x07c\td\re", "ab " * 40]  # empty, blank, control characters, long

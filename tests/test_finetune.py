@@ -252,6 +252,7 @@ def _mtkit_train(config: Path) -> subprocess.Popen:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow
 def test_sigkill_during_a_fine_tune_resumes_exactly_without_the_parent(data, parent, tmp_path):
     own_parent = tmp_path / "parent"
     shutil.copytree(parent, own_parent)

@@ -371,6 +371,7 @@ def mtkit(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mtkit", *args], capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_translate_writes_a_catalog_that_msgfmt_accepts_and_reports_what_it_left(model_dir, tmp_path):
     src, out = tmp_path / "demo.pot", tmp_path / "de.po"
     src.write_text(CATALOG, encoding="utf-8")

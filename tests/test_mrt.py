@@ -182,6 +182,7 @@ def _mtkit_train(config: Path) -> subprocess.Popen:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_equals_an_uninterrupted_mrt_run(data, parent, tmp_path):
     settings = {"objective": "mrt", "mrt_candidates": 4, "mrt_search": "both", "mrt_alpha": 0.5,
                 "init_from": str(parent), "max_steps": 16, "save_every": 3, "validate_every": 8,
@@ -222,6 +223,7 @@ def test_sigkill_then_resume_equals_an_uninterrupted_mrt_run(data, parent, tmp_p
     assert risks["straight"] == risks["killed"]
 
 
+@pytest.mark.slow
 def test_mrt_under_torchrun(data, parent, tmp_path):
     """Two CPU processes (gloo): each rank generates and scores its own batches' candidates, the
     gradients meet once per update."""

@@ -126,6 +126,7 @@ def test_what_a_pivot_cannot_do_is_one_line(models, tmp_path):
     assert not (tmp_path / "out.txt").exists()
 
 
+@pytest.mark.slow
 def test_the_cli_gives_the_lines_of_two_chained_commands(models, tmp_path):
     source = tmp_path / "in.es"
     source.write_text("\n".join(LINES) + "\n", encoding="utf-8")

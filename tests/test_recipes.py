@@ -210,6 +210,7 @@ def test_deb_recipe_runs_every_stage_once_then_nothing(tmp_path: Path) -> None:
     assert _make(recipe, log, fake, f"DATA={moved}", "TIME=2") == []
 
 
+@pytest.mark.slow
 @needs_make
 def test_student_recipe_distils_trains_exports_scores_and_reruns_only_what_is_stale(tmp_path: Path) -> None:
     recipe, fake, log, data = _deb_en_de(tmp_path)
@@ -253,6 +254,7 @@ def test_student_recipe_distils_trains_exports_scores_and_reruns_only_what_is_st
     assert _make(recipe, log, fake, *now) == []
 
 
+@pytest.mark.slow
 @needs_make
 def test_deb_mrt_recipe_tunes_three_stages_scores_them_and_reruns_nothing(tmp_path: Path) -> None:
     recipe, fake, log, data = _deb_en_de(tmp_path)
@@ -454,6 +456,7 @@ def _deb_pair(data: Path, lang: str, words: dict[str, str]) -> None:
         (d / f"{split}.{lang}").write_text(f"{words[lang]} 0\n")
 
 
+@pytest.mark.slow
 @needs_make
 def test_multi_recipe_runs_every_stage_once_then_nothing(tmp_path: Path) -> None:
     pytest.importorskip("py3langid")  # the off-target rate (mtkit.langid)

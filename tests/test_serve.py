@@ -418,6 +418,7 @@ def _post(url: str, body: dict) -> dict:
         return json.loads(reply.read())
 
 
+@pytest.mark.slow
 def test_thousands_of_concurrent_requests_each_get_their_own_translation(models, reference):
     rng = random.Random(11)
     texts = list(dict.fromkeys(sentence(rng) for _ in range(2600)))[:2000]
@@ -434,6 +435,7 @@ def test_thousands_of_concurrent_requests_each_get_their_own_translation(models,
     assert batches < len(texts) / 2, "requests were not batched together"
 
 
+@pytest.mark.slow
 def test_sigterm_finishes_the_requests_in_flight_then_exits(models, reference):
     rng = random.Random(5)
     texts = [sentence(rng, 12) for _ in range(300)]

@@ -19,12 +19,10 @@ from mtkit.decode.shortlist import SPECIAL, Shortlist, build_shortlist, coverage
 from mtkit.decode.translator import Translator
 from mtkit.errors import ConfigError
 from mtkit.interop.export import ShortlistOptions, run_export
-from mtkit.train.trainer import train
 from mtkit.vocab import BOS_ID, EOS_ID, UNK_ID
 
 sys.path.insert(0, str(Path(__file__).parent))
 from near_ties import check_texts_same_or_near_tie  # noqa: E402
-from train_helpers import make_data_dir, tiny_config  # noqa: E402
 
 needs_ct2 = pytest.mark.skipif(importlib.util.find_spec("ctranslate2") is None,
                                reason="ctranslate2 is not installed (pip install '.[ct2]')")
@@ -35,19 +33,16 @@ def exact(model: Path, **options) -> Translator:
 
 
 @pytest.fixture(scope="module")
-def copy_data(tmp_path_factory) -> Path:
+def copy_data(copy_model) -> Path:
     """Training data whose targets copy their sources (each subword translates as itself)."""
-    return make_data_dir(tmp_path_factory.mktemp("copy"), n_train=600, n_dev=20, random_ids=(3, 10),
-                         vocab_size=24)
+    return copy_model / "data"
 
 
 @pytest.fixture(scope="module")
-def trained(copy_data) -> tuple[Path, list[str]]:
-    """A Transformer trained for a few seconds to copy, and lines of its training text."""
-    root = copy_data.parent
-    train(tiny_config(copy_data, root / "model", max_steps=300, validate_every=1000, log_every=1000))
-    lines = (root / "corpus.txt").read_text(encoding="utf-8").splitlines()[:40]
-    return root / "model", lines
+def trained(copy_model) -> tuple[Path, list[str]]:
+    """A Transformer trained for a few seconds to copy, and lines of its training text (tests/conftest.py)."""
+    lines = (copy_model / "corpus.txt").read_text(encoding="utf-8").splitlines()[:40]
+    return copy_model / "model", lines
 
 
 def _pairs(data: Path, split: str) -> list[tuple[list[int], list[int]]]:

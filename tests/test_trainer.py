@@ -42,6 +42,7 @@ def _events(model_dir: Path, kind: str) -> list[dict]:
     return [e for e in read_metrics(model_dir / "metrics.jsonl") if e["event"] == kind]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["transformer", "rnn"])
 def test_model_learns_to_copy(copy_data, tmp_path, arch):
     cfg = _config(copy_data, tmp_path / "m", arch, max_steps=400, validate_every=200, log_every=50,

@@ -81,6 +81,7 @@ def whole_lines(path: Path) -> int:
 
 
 # ------------------------------------------------------------------------------------------- resume
+@pytest.mark.slow
 def test_killed_resume_runs_end_equal_to_an_uninterrupted_run(job, tmp_path):
     out = tmp_path / "out.txt"
     # --max-tokens 12 with beam 3: chunks of 4 lines, so the output grows while the job runs

@@ -60,8 +60,12 @@ def spms(tmp_path_factory) -> Path:
 
 
 def marian_dir(root: Path, spms: Path, activation: str = "swish", shared: bool = True, tied: bool = True,
-               scale: bool = True) -> Path:
-    """A random MarianMT checkpoint with its tokenizer and generation config, as save_pretrained writes."""
+               scale: bool = True, drop: tuple[str, ...] = (), tags: tuple[str, ...] = (),
+               bad_words: bool = True) -> Path:
+    """A random MarianMT checkpoint with its tokenizer and generation config, as save_pretrained writes;
+    ``drop``: sentencepiece pieces left out of the vocabulary (as in real OPUS-MT models), ``tags``:
+    target-language tokens (``>>deu<<``) of a multilingual OPUS-MT vocabulary, ``bad_words``: whether
+    the generation config has bad_words_ids (transformers 5 writes none from a MarianConfig)."""
     from transformers import GenerationConfig, MarianConfig, MarianMTModel, MarianTokenizer
 
     pieces = []
@@ -70,7 +74,8 @@ def marian_dir(root: Path, spms: Path, activation: str = "swish", shared: bool =
         pieces.append([sp.id_to_piece(i) for i in range(sp.get_piece_size()) if not sp.is_control(i)
                        and not sp.is_unknown(i)])
     def vocab(names: list[str]) -> dict[str, int]:
-        ordered = ["</s>", "<unk>"] + list(dict.fromkeys(names)) + ["<pad>"]
+        kept = [p for p in dict.fromkeys(names) if p not in drop]
+        ordered = ["</s>", "<unk>"] + list(tags) + kept + ["<pad>"]
         return {p: i for i, p in enumerate(ordered)}
     src_vocab = vocab(pieces[0] + ([] if not shared else pieces[1]))
     tgt_vocab = src_vocab if shared else vocab(pieces[1])
@@ -89,14 +94,16 @@ def marian_dir(root: Path, spms: Path, activation: str = "swish", shared: bool =
         model.final_logits_bias[0, 0] += 2.0
     root.mkdir(parents=True)
     model.save_pretrained(root)
-    GenerationConfig(bad_words_ids=[[pad]], num_beams=3, max_length=MAX_LENGTH, decoder_start_token_id=pad,
-                     eos_token_id=0, forced_eos_token_id=0, pad_token_id=pad).save_pretrained(root)
+    GenerationConfig(bad_words_ids=[[pad]] if bad_words else None, num_beams=3, max_length=MAX_LENGTH,
+                     decoder_start_token_id=pad, eos_token_id=0, forced_eos_token_id=0,
+                     pad_token_id=pad).save_pretrained(root)
     for name, value in (("vocab.json", src_vocab), ("target_vocab.json", tgt_vocab)):
         if name == "vocab.json" or not shared:
             (root / name).write_text(json.dumps(value), encoding="utf-8")
     tok = MarianTokenizer(str(spms / "source.model"), str(spms / "target.model"), str(root / "vocab.json"),
                           target_vocab_file=None if shared else str(root / "target_vocab.json"),
-                          separate_vocabs=not shared)
+                          separate_vocabs=not shared,
+                          **({"source_lang": "en", "target_lang": "mul"} if tags else {}))
     tok.save_pretrained(root)
     return root
 
@@ -125,7 +132,7 @@ def hf_rows(model_dir: Path, side: str) -> list[int]:
 
 
 def compare(hf_dir: Path, model_dir: Path, beam: int, length_penalty: float = 0.0,
-            lines: list[str] | None = None) -> None:
+            lines: list[str] | None = None, bad_words_ids: list[list[int]] | None = None) -> None:
     """Tokenisation, logits (1e-4) and the search's tokens of the two implementations, in hf ids;
     ``length_penalty`` 1.0: generate's default, mtkit's average with the model's beam_stop (an imported
     model's is so_far, generate's stopping bound)."""
@@ -138,7 +145,8 @@ def compare(hf_dir: Path, model_dir: Path, beam: int, length_penalty: float = 0.
     tgt_pieces = hf_rows(model_dir, "target")
     to_hf = [tvocab.get(special.get(i, p), -1) for i, p in enumerate(tgt_pieces)]
     src_pieces = hf_rows(model_dir, "source")
-    src_to_hf = [vocab.get(special.get(i, p), -1) for i, p in enumerate(src_pieces)]
+    # a piece the vocabulary lacks is <unk> to MarianTokenizer (an imported model has a copy of its row)
+    src_to_hf = [vocab.get(special.get(i, p), tok.unk_token_id) for i, p in enumerate(src_pieces)]
     lines = [x for x in lines or LINES if x]
     enc = tok(lines, return_tensors="pt", padding=True)
     src = mtkit_ids(model_dir, lines)
@@ -162,7 +170,7 @@ def compare(hf_dir: Path, model_dir: Path, beam: int, length_penalty: float = 0.
     found = search(loaded.model, src, decoding)
     with torch.no_grad():
         out = model.generate(**enc, num_beams=beam, length_penalty=length_penalty, do_sample=False,
-                             early_stopping=False)
+                             early_stopping=False, bad_words_ids=bad_words_ids)
     for hyps, row in zip(found, out.tolist(), strict=True):
         generated = [i for i in row[1:] if i != model.config.pad_token_id]
         assert [to_hf[t] for t in hyps[0].tokens] + [model.config.eos_token_id] == generated
@@ -186,6 +194,120 @@ def test_imported_marian_model_computes_and_searches_as_transformers(variant, sp
         compare(hf_dir, model_dir, beam)
     # generate's default length_penalty 1.0: its stopping bound too, on lines where the bound decides
     compare(hf_dir, model_dir, 3, length_penalty=1.0, lines=sentences(300, 7))
+
+
+def generated_text(hf_dir: Path, lines: list[str], prefix: str = "", **generate) -> list[str]:
+    """`generate`'s text for ``lines`` (each after ``prefix``), decoded as MarianTokenizer decodes it."""
+    model, tok = hf_pair(hf_dir)
+    with torch.no_grad():
+        out = model.generate(**tok([prefix + x for x in lines], return_tensors="pt", padding=True),
+                             **generate)
+    pad = model.config.pad_token_id  # the target's: MarianTokenizer knows the source's pad id only
+    return tok.batch_decode([[i for i in row if i != pad] for row in out.tolist()], skip_special_tokens=True,
+                            use_source_tokenizer=False)
+
+
+def frequent_pieces(spms: Path) -> tuple[str, ...]:
+    """Pieces each sentencepiece model makes of common words: what the vocabulary leaves out below."""
+    out = []
+    for name, text in (("source", "the cat sat on the mat ."), ("target", "where are you going ?")):
+        sp = spm.SentencePieceProcessor(model_file=str(spms / f"{name}.model"))
+        out += sp.encode(text, out_type=str)[:3]
+    return tuple(dict.fromkeys(out))
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["shared", "separate"])
+def test_pieces_the_vocabulary_lacks_are_unk_as_in_marian_tokenizer(shared, spms, tmp_path):
+    """Real OPUS-MT vocabularies lack some pieces of their sentencepiece models (Helsinki-NLP/Opus-MT#19):
+    MarianTokenizer reads them as <unk>; the imported model gives each a copy of <unk>'s row, so its
+    ids read as MarianMT rows equal MarianTokenizer's, its logits and searches equal transformers', and
+    it never produces one."""
+    drop = frequent_pieces(spms)
+    hf_dir = marian_dir(tmp_path / "hf", spms, shared=shared, drop=drop)
+    _, tok = hf_pair(hf_dir)
+    assert tok.unk_token_id in tok("the cat sat on the mat .").input_ids  # the text holds dropped pieces
+    model_dir = import_hf(hf_dir, tmp_path / "mtkit")
+    loaded = load_model(model_dir)
+    pieces = hf_rows(model_dir, "source")
+    assert set(drop) <= set(pieces + hf_rows(model_dir, "target"))
+    copies = [pieces.index(p) for p in drop if p in pieces]
+    assert copies and all(loaded.model.output_bias[i] < -1e3 for i in copies
+                          if i < loaded.model.output_bias.numel() and shared)
+    lines = [x for x in LINES if x] + sentences(40, 9)
+    for beam in (1, 3):
+        compare(hf_dir, model_dir, beam, lines=lines)
+    from mtkit.decode.translator import Translator
+
+    single = [x for x in lines if not any(c in x[:-1] for c in ".!?")]
+    engine = Translator(model_dir, device="cpu", threads=1, precision="fp32")
+    # an <unk> the model produced: sentencepiece writes " ⁇ ", skip_special_tokens drops it
+    def no_unk(texts: list[str]) -> list[str]:
+        return [" ".join(x.replace("\u2047", " ").split()) for x in texts]
+    assert no_unk(engine.translate(single)) == no_unk(generated_text(hf_dir, single))
+
+
+def test_a_generation_config_without_bad_words_ids_imports(spms, tmp_path):
+    """transformers 5 saves a MarianMT made from a MarianConfig with no bad_words_ids: imported, it
+    searches as generate with bad_words_ids=[[pad]] does (mtkit never emits pad, MarianMT's start
+    token); generate without them may emit pad, and then only there do the two differ."""
+    hf_dir = marian_dir(tmp_path / "hf", spms, bad_words=False)
+    assert "bad_words_ids" not in json.loads((hf_dir / "generation_config.json").read_text())
+    model, tok = hf_pair(hf_dir)
+    pad = model.config.pad_token_id
+    with torch.no_grad():  # pad likelier: generate then emits it on some lines
+        model.final_logits_bias[0, pad] += 2.5
+    model.save_pretrained(hf_dir)
+    model_dir = import_hf(hf_dir, tmp_path / "mtkit")
+    for beam in (1, 3):
+        compare(hf_dir, model_dir, beam, bad_words_ids=[[pad]])
+    lines = sentences(300, 11)
+    loaded = load_model(model_dir)
+    src = mtkit_ids(model_dir, lines)
+    found = search(loaded.model, src, DecodingConfig(**{**to_dict(loaded.config)["decoding"],
+                                                        "beam_size": 1, "length_norm": "none"}))
+    assert not any({0, 2} & set(h[0].tokens) for h in found)  # pad, and bos (MarianMT's pad): never
+    with torch.no_grad():
+        out = model.generate(**tok(lines, return_tensors="pt", padding=True), num_beams=1)
+    hf_vocab = tok.get_src_vocab()
+    to_hf = [hf_vocab.get({0: "", 2: "<pad>"}.get(i, p), -1)
+             for i, p in enumerate(hf_rows(model_dir, "target"))]
+    with_pad = 0
+    for hyps, row in zip(found, out.tolist(), strict=True):
+        ended = row[1:row.index(0) + 1] if 0 in row[1:] else row[1:]
+        if pad in ended:
+            with_pad += 1
+            continue
+        assert [to_hf[t] for t in hyps[0].tokens] + [0] == ended
+    assert 0 < with_pad < len(lines), with_pad  # 239 of 300 (none of them without the added bias)
+
+
+def test_multilingual_opus_mt_target_tokens_become_target_languages(spms, tmp_path):
+    """A multilingual OPUS-MT model (``>>deu<<`` and ``>>fra<<`` in its vocabulary, put before the source
+    by the user in transformers): imported with those tokens as mtkit's source tags, so `--tgt-lang deu`
+    translates as generate does on ">>deu<< …", meta.json lists the directions (what `mtkit serve`
+    serves), and no --tgt-lang names the languages."""
+    from mtkit.decode.engine import stored_languages
+    from mtkit.decode.translator import Translator
+
+    hf_dir = marian_dir(tmp_path / "hf", spms, tags=(">>deu<<", ">>fra<<"))
+    model_dir = import_hf(hf_dir, tmp_path / "mtkit")
+    stored = stored_languages(model_dir)
+    assert stored["tgt"] == ["deu", "fra"] and stored["pairs"] == [["en", "deu"], ["en", "fra"]]
+    assert stored["tag"] == "source"
+    lines = [x for x in LINES if x and not any(c in x[:-1] for c in ".!?")] + sentences(20, 12)
+    lines = [x for x in lines if not any(c in x[:-1] for c in ".!?")]
+    outputs = {}
+    for lang in ("deu", "fra"):
+        engine = Translator(model_dir, device="cpu", threads=1, precision="fp32", tgt_lang=lang)
+        outputs[lang] = engine.translate(lines)
+        assert outputs[lang] == generated_text(hf_dir, lines, prefix=f">>{lang}<< ")
+    assert outputs["deu"] != outputs["fra"]
+    with pytest.raises(MtkitError, match="deu, fra"):
+        Translator(model_dir, device="cpu", threads=1, precision="fp32")
+    done = run("translate", "-m", str(model_dir), "--tgt-lang", "fra", "--precision", "fp32",
+               "--threads", "1", input="\n".join(lines[:3]) + "\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == outputs["fra"][:3]
 
 
 def mtkit_model(root: Path, spms: Path, **model) -> Path:
@@ -332,8 +454,9 @@ def test_a_model_without_an_equivalent_is_refused_in_one_line_and_nothing_writte
     assert not (tmp_path / "hf").exists() and not list(tmp_path.glob(".hf.*"))
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mtkit", *args], capture_output=True, text=True, timeout=120)
+def run(*args: str, input: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mtkit", *args], capture_output=True, text=True, timeout=120,
+                          input=input)
 
 
 @pytest.mark.parametrize("damage", ["not marian", "missing target.spm", "activation", "bad words",

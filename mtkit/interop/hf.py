@@ -39,9 +39,10 @@ from mtkit.interop.marian import (
     to_mtkit,
     vocab_order,
 )
+from mtkit.interop.marian import languages as marian_languages
 from mtkit.interop.pegasus import final_norms, pegasus_config, permute_residual, to_pegasus
 from mtkit.interop.pegasus import model_settings as pegasus_settings
-from mtkit.interop.spm_proto import read_pieces, reorder
+from mtkit.interop.spm_proto import CONTROL, UNKNOWN, read_pieces, reorder
 from mtkit.models import build_model
 from mtkit.models.positions import marian_sinusoids
 from mtkit.staging import replace_directory, stage_beside
@@ -143,14 +144,19 @@ def import_hf(source: str | Path, output: str | Path) -> Path:
     sizes = hf.get("mtkit_vocab_sizes")
     if pegasus and isinstance(sizes, list) and len(sizes) == 2:  # one vocab_size: the rows past each side's
         size, tgt_size = int(sizes[0]), int(sizes[1] if separate else sizes[0])  # own are padding
+    # the sentencepiece pieces a vocabulary lacks: MarianTokenizer reads them as <unk> (`vocab_order`)
+    src_bytes, tgt_bytes = (source / "source.spm").read_bytes(), (source / "target.spm").read_bytes()
+    src_own, tgt_own = (_own_pieces(data, str(source / name)) for data, name in
+                        ((src_bytes, "source.spm"), (tgt_bytes, "target.spm")))
     tgt = vocab_order(tgt_vocab, tgt_size, pad, _id(tgt_vocab, "<unk>", source), eos, start,
-                      str(source / ("target_vocab.json" if separate else "vocab.json")))
+                      str(source / ("target_vocab.json" if separate else "vocab.json")),
+                      tgt_own if separate else src_own + tgt_own)
     src = tgt if not separate else vocab_order(
         src_vocab, size, src_vocab.get("<pad>", pad), _id(src_vocab, "<unk>", source),
         src_vocab.get("</s>", eos), src_vocab.get("<s>", src_vocab.get("<pad>", pad)),
-        str(source / "vocab.json"))
-    src_spm = reorder((source / "source.spm").read_bytes(), src.pieces, str(source / "source.spm"))
-    tgt_spm = reorder((source / "target.spm").read_bytes(), tgt.pieces, str(source / "target.spm"))
+        str(source / "vocab.json"), src_own)
+    src_spm = reorder(src_bytes, src.pieces, str(source / "source.spm"))
+    tgt_spm = reorder(tgt_bytes, tgt.pieces, str(source / "target.spm"))
     hf_state = _weights(source)
     _check_positions(hf_state, model["d_model"], source)
     try:
@@ -175,6 +181,10 @@ def import_hf(source: str | Path, output: str | Path) -> Path:
                     src_lang=str(tok.get("source_lang") or "src"),
                     tgt_lang=str(tok.get("target_lang") or "tgt"),
                     mtkit_version=__version__)
+    targets = marian_languages(src)  # multilingual OPUS-MT: ">>deu<<" before the source asks for deu
+    if targets:
+        meta.languages = {"tag": "source", "src": [meta.src_lang], "tgt": targets,
+                          "pairs": [[meta.src_lang, t] for t in targets]}
     cfg = from_dict({"model": model, "decoding": decoding, "training": {"model_dir": str(output)},
                      "data": {"src_lang": meta.src_lang, "tgt_lang": meta.tgt_lang}}, stored=True)
     del hf_state  # its tensors that were copied (embeddings, q/k/v) go
@@ -199,6 +209,11 @@ def import_hf(source: str | Path, output: str | Path) -> Path:
                         stage / BEST)
 
     return _staged(output, build)
+
+
+def _own_pieces(data: bytes, where: str) -> list[str]:
+    """The pieces a sentencepiece model segments text into (not its control and unknown pieces)."""
+    return [p.piece for p in read_pieces(data, where) if p.type not in (CONTROL, UNKNOWN)]
 
 
 def _id(vocab: dict[str, Any], piece: str, source: Path) -> int:

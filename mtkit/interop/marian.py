@@ -21,12 +21,13 @@ Nothing here reads a file: `mtkit.interop.hf` does, and writes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch import Tensor
 
+from mtkit.data.corpora import LANGUAGE, tag
 from mtkit.errors import ConfigError
 
 #: the output bias of the row MarianMT lacks: exp(NO_LOGIT − max) is 0 in float32, bfloat16 and float16
@@ -43,24 +44,38 @@ _GENERATE_DEFAULTS: dict[str, Any] = {"do_sample": False, "early_stopping": Fals
 @dataclass
 class VocabOrder:
     """mtkit's vocabulary in terms of a MarianMT one: the piece of each mtkit id, and the MarianMT row
-    it takes (-1: the added pad row)."""
+    it takes (-1: the added pad row). ``copies``: mtkit ids of sentencepiece pieces the MarianMT
+    vocabulary lacks (MarianTokenizer reads them as <unk>): each takes <unk>'s row, so the network
+    computes on them what it computes on <unk>, and its logit gets ``NO_LOGIT`` (never produced, as
+    MarianMT cannot produce them)."""
 
     pieces: list[str]
     rows: list[int]
+    copies: list[int] = field(default_factory=list)
 
-    def take(self, weight: Tensor, fill: float = 0.0) -> Tensor:
-        """Rows of a MarianMT tensor [V(, D)] in mtkit's order; the added row is ``fill``."""
+    def take(self, weight: Tensor, fill: float = 0.0, logits: bool = False) -> Tensor:
+        """Rows of a MarianMT tensor [V(, D)] in mtkit's order; the added row is ``fill``, and so are the
+        copies of <unk> where ``logits`` (the output bias)."""
         index = torch.tensor([max(r, 0) for r in self.rows])
         out = weight.index_select(0, index)  # a new tensor already
-        added = [i for i, r in enumerate(self.rows) if r < 0]
+        added = [i for i, r in enumerate(self.rows) if r < 0] + (self.copies if logits else [])
         if added:
             out[added] = fill
         return out
 
 
+def language_tag(piece: str) -> str | None:
+    """The language of an OPUS-MT target-language token (``>>deu<<`` → ``deu``), else None."""
+    if piece.startswith(">>") and piece.endswith("<<") and LANGUAGE.match(piece[2:-2]):
+        return piece[2:-2]
+    return None
+
+
 def vocab_order(vocab: dict[str, int], size: int, pad: int, unk: int, eos: int, start: int,
-                where: str) -> VocabOrder:
-    """mtkit's order of a MarianMT vocabulary (``vocab.json``: piece → id, ``size`` rows in the model)."""
+                where: str, unknown: list[str] = ()) -> VocabOrder:
+    """mtkit's order of a MarianMT vocabulary (``vocab.json``: piece → id, ``size`` rows in the model),
+    then ``unknown``: sentencepiece pieces the vocabulary lacks, each a copy of <unk>. OPUS-MT's
+    target-language tokens (``>>deu<<``) take mtkit's tag names (``<2deu>``, `mtkit.data.corpora.tag`)."""
     names = {i: p for p, i in vocab.items() if isinstance(i, int)}
     if len(names) != len(vocab) or sorted(names) != list(range(size)):
         raise ConfigError(f"{where}: the ids are not 0…{size - 1} once each (config.json has a vocabulary of "
@@ -69,11 +84,23 @@ def vocab_order(vocab: dict[str, int], size: int, pad: int, unk: int, eos: int, 
     if len({unk, start, eos, pad}) < (3 if start == pad else 4):
         raise ConfigError(f"{where}: pad, unk, eos and the decoder's start token must be distinct tokens")
     rest = [i for i in range(size) if i not in specials]
-    pieces = list(SPECIAL_NAMES) + [names[i] for i in rest]
+    renamed = {p: tag(lang) for p in vocab if (lang := language_tag(p)) is not None}
+    pieces = list(SPECIAL_NAMES) + [renamed.get(names[i], names[i]) for i in rest]
     clash = [names[i] for i in rest if names[i] in SPECIAL_NAMES]
-    if clash:
-        raise ConfigError(f"{where}: {clash[0]!r} is an ordinary token here, but mtkit reserves that name")
-    return VocabOrder(pieces, specials + rest)
+    taken = [p for p in renamed.values() if p in vocab]
+    if clash or taken:
+        raise ConfigError(f"{where}: {(clash or taken)[0]!r} is an ordinary token here, but mtkit reserves "
+                          "that name")
+    unknown = [p for p in dict.fromkeys(unknown) if p not in vocab and p not in SPECIAL_NAMES]
+    first = len(pieces)
+    return VocabOrder(pieces + unknown, specials + rest + [unk] * len(unknown),
+                      list(range(first, first + len(unknown))))
+
+
+def languages(order: VocabOrder) -> list[str]:
+    """The target languages of a multilingual OPUS-MT vocabulary (its ``>>xx<<`` tokens), sorted."""
+    return sorted(p[2:-1] for p in order.pieces if p.startswith("<2") and p.endswith(">")
+                  and LANGUAGE.match(p[2:-1]))
 
 
 # ------------------------------------------------------------------------------------------ configs
@@ -114,9 +141,9 @@ def decoding_settings(gen: dict[str, Any], pad: int, start: int, where: str) -> 
     if lp not in (0.0, 1.0):
         raise ConfigError(f"{where}: length_penalty={lp} has no mtkit equivalent (0 = decoding.length_norm "
                           "none, 1 = average)")
-    bad = gen.get("bad_words_ids") or []
-    blocked = sorted({(pad,), (start,)})
-    if sorted(tuple(b) for b in bad) != blocked:
+    bad = gen.get("bad_words_ids") or []  # none (transformers 5's save_pretrained of a MarianConfig):
+    blocked = sorted({(pad,), (start,)})  # generate may then emit pad, which mtkit's search never does
+    if bad and sorted(tuple(b) for b in bad) != blocked:
         raise ConfigError(f"{where}: bad_words_ids={bad}: mtkit's search forbids exactly the pad and start "
                           f"tokens ({[list(b) for b in blocked]})")
     for key, default in _GENERATE_DEFAULTS.items():  # settings whose other values mtkit's search lacks
@@ -207,8 +234,8 @@ def to_mtkit(hf: dict[str, Tensor], model: dict[str, Any], src: VocabOrder, tgt:
                               "tgt_embed.weight": src_rows if one else tgt.take(tgt_embed)}
     lm_head = tgt_embed if model["tie_embeddings"] else get("lm_head.weight")
     out["output_proj.weight"] = out["tgt_embed.weight"] if model["tie_embeddings"] else tgt.take(lm_head)
-    bias = hf.get("final_logits_bias", torch.zeros(1, len(tgt.rows) - tgt.rows.count(-1)))
-    out["output_bias"] = tgt.take(bias.reshape(-1).float(), fill=NO_LOGIT)
+    bias = hf.get("final_logits_bias", torch.zeros(1, max(tgt.rows) + 1))
+    out["output_bias"] = tgt.take(bias.reshape(-1).float(), fill=NO_LOGIT, logits=True)
     sides = (("encoder", model["encoder_layers"], False), ("decoder", model["decoder_layers"], True))
     for side, count, cross in sides:
         for i in range(count):
@@ -260,5 +287,5 @@ def to_hf(state: dict[str, Tensor], model: Any, shared: bool) -> dict[str, Tenso
     return {k: v.detach().float().contiguous() for k, v in out.items()}
 
 
-__all__ = ["NO_LOGIT", "VocabOrder", "decoding_settings", "hf_settings", "model_settings", "to_hf",
-           "to_mtkit", "vocab_order"]
+__all__ = ["NO_LOGIT", "VocabOrder", "decoding_settings", "hf_settings", "language_tag", "languages",
+           "model_settings", "to_hf", "to_mtkit", "vocab_order"]

@@ -569,6 +569,30 @@ def test_cli_export_hf_refuses_relative_positions_in_one_line(spms, tmp_path):
     assert not (tmp_path / "hf").exists() and not list(tmp_path.glob(".hf.*"))
 
 
+def test_cli_export_hf_puts_license_and_score_json_in_the_model_card(spms, tmp_path):
+    """`mtkit export --format hf --license … --card-scores FILE` with `mtkit score --json`'s output: the
+    card's front matter has the license and a model-index with the scores under sacrebleu's names."""
+    model_dir = mtkit_model(tmp_path / "orig", spms)
+    hyp, ref = tmp_path / "hyp.txt", tmp_path / "ref.txt"
+    hyp.write_text("the cat sat on the mat .\nwe like tea\n", encoding="utf-8")
+    ref.write_text("the cat sat on a mat .\nwe like green tea\n", encoding="utf-8")
+    done = run("score", "--hyp", str(hyp), "--ref", str(ref), "--json")
+    assert done.returncode == 0, done.stderr
+    (tmp_path / "scores.json").write_text(done.stdout, encoding="utf-8")
+    bleu = json.loads(done.stdout)["systems"][0]["scores"]["bleu"]
+    done = run("export", "-m", str(model_dir), "-o", str(tmp_path / "hf"), "--format", "hf", "--license",
+               "cc-by-4.0", "--card-scores", str(tmp_path / "scores.json"))
+    assert done.returncode == 0, done.stderr
+    front = (tmp_path / "hf" / "README.md").read_text(encoding="utf-8").split("---")[1]
+    for needed in ("license: cc-by-4.0", "model-index:", "type: bleu", f"value: {bleu:.2f}", "name: chrF2"):
+        assert needed in front, front
+    (tmp_path / "bad.json").write_text('{"BLEU": "high"}', encoding="utf-8")
+    done = run("export", "-m", str(model_dir), "-o", str(tmp_path / "hf2"), "--format", "hf",
+               "--card-scores", str(tmp_path / "bad.json"))
+    assert done.returncode != 0 and "Traceback" not in done.stderr and "bad.json" in done.stderr
+    assert not (tmp_path / "hf2").exists()
+
+
 def test_an_output_that_holds_something_is_never_overwritten(spms, tmp_path):
     hf_dir = marian_dir(tmp_path / "hf", spms)
     taken = tmp_path / "taken"

@@ -222,17 +222,24 @@ def export(
         help="Count only the first N training pairs (0 = all)."),
     pair: str = typer.Option("", "--pair",
         help="argos: the direction of a multilingual model to package, e.g. en-de (one package per pair)."),
+    license: str = typer.Option("unknown", "--license",
+        help="hf: the model card's license (a Hub license id, e.g. cc-by-4.0)."),
+    card_scores: Path | None = typer.Option(None, "--card-scores",
+        help="hf: test scores for the model card: the output of `mtkit score --json` (its first system) "
+             "or a JSON object such as {\"BLEU\": 27.1}."),
 ) -> None:
     """Export a trained Transformer to CTranslate2, an Argos Translate package or Hugging Face MarianMT."""
     if fmt == "hf":
-        from mtkit.interop.hf import export_hf
+        from mtkit.interop.hf import export_hf, read_card_scores
 
         if quantization != "float32" or shortlist or pair:
             raise MtkitError("--format hf writes float32 weights for all pairs without a shortlist: drop "
                              "--quantization, --shortlist and --pair")
-
-        typer.echo(f"wrote {export_hf(model, output, checkpoint)}", err=True)
+        scores = read_card_scores(card_scores) if card_scores else None
+        typer.echo(f"wrote {export_hf(model, output, checkpoint, license=license, scores=scores)}", err=True)
         return
+    if license != "unknown" or card_scores:
+        raise MtkitError("--license and --card-scores are for --format hf (the model card)")
     from mtkit.interop.export import ShortlistOptions, run_export
 
     lists = ShortlistOptions(shortlist, shortlist_frequent, shortlist_data, shortlist_sentences)

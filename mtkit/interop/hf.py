@@ -297,6 +297,21 @@ def export_hf(model: str | Path, output: str | Path, checkpoint: str = "best", *
     return _staged(output, build)
 
 
+def read_card_scores(path: str | Path) -> dict[str, float]:
+    """The test scores for the model card: ``mtkit score --json``'s output (its first system's scores,
+    under sacrebleu's names: BLEU, chrF2 …) or a JSON object of name → number."""
+    path = Path(path)
+    value = _json(path)
+    if isinstance(value.get("systems"), list) and value["systems"]:
+        labels = value.get("labels") if isinstance(value.get("labels"), dict) else {}
+        system = value["systems"][0]
+        value = {str(labels.get(k, k)): v for k, v in (system.get("scores") or {}).items()}
+    if not value or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()):
+        raise DataError(f"{path}: expected `mtkit score --json` output or an object of score names and "
+                        "numbers (e.g. {\"BLEU\": 27.1})")
+    return {str(k): float(v) for k, v in value.items()}
+
+
 def model_card(cfg: Any, meta: DataMeta, saved: dict[str, Any], architecture: str, license: str,
                scores: dict[str, float] | None) -> str:
     """README.md with the Hub's metadata (YAML front matter): languages, pipeline_tag, license, the
@@ -380,4 +395,4 @@ def check_marian(cfg: Any, meta: DataMeta) -> None:
                           "the tokenizer would not add; nothing was written")
 
 
-__all__ = ["check_marian", "export_hf", "import_hf"]
+__all__ = ["check_marian", "export_hf", "import_hf", "read_card_scores"]

@@ -170,10 +170,13 @@ def compare(hf_dir: Path, model_dir: Path, beam: int, length_penalty: float = 0.
     found = search(loaded.model, src, decoding)
     with torch.no_grad():
         out = model.generate(**enc, num_beams=beam, length_penalty=length_penalty, do_sample=False,
-                             early_stopping=False, bad_words_ids=bad_words_ids)
+                             early_stopping=False,  # None would drop the generation config's own
+                             **({"bad_words_ids": bad_words_ids} if bad_words_ids else {}))
     for hyps, row in zip(found, out.tolist(), strict=True):
-        generated = [i for i in row[1:] if i != model.config.pad_token_id]
-        assert [to_hf[t] for t in hyps[0].tokens] + [model.config.eos_token_id] == generated
+        eos = model.config.eos_token_id  # up to the first </s>: what follows is padding (pad, or </s>
+        generated = [i for i in row[1:] if i != model.config.pad_token_id]  # after an empty hypothesis)
+        generated = generated[:generated.index(eos) + 1] if eos in generated else generated
+        assert [to_hf[t] for t in hyps[0].tokens] + [eos] == generated
 
 
 VARIANTS = {
@@ -236,6 +239,7 @@ def test_pieces_the_vocabulary_lacks_are_unk_as_in_marian_tokenizer(shared, spms
     lines = [x for x in LINES if x] + sentences(40, 9)
     for beam in (1, 3):
         compare(hf_dir, model_dir, beam, lines=lines)
+    compare(export_hf(model_dir, tmp_path / "back-hf"), model_dir, 3, lines=lines)  # the copies go out too
     from mtkit.decode.translator import Translator
 
     single = [x for x in lines if not any(c in x[:-1] for c in ".!?")]
@@ -279,6 +283,19 @@ def test_a_generation_config_without_bad_words_ids_imports(spms, tmp_path):
             continue
         assert [to_hf[t] for t in hyps[0].tokens] + [0] == ended
     assert 0 < with_pad < len(lines), with_pad  # 239 of 300 (none of them without the added bias)
+
+
+def test_marian_tokenizer_never_applies_its_punctuation_normaliser(spms, tmp_path):
+    """MarianTokenizer builds sacremoses' MosesPunctNormalizer where sacremoses is installed, but neither
+    encoding nor decoding calls it (the installed transformers; the 4.x source reads the same): mtkit,
+    which does not normalise, tokenises as it does with or without sacremoses."""
+    _, tok = hf_pair(marian_dir(tmp_path / "hf", spms))
+    calls = []
+    tok.punc_normalizer = lambda text: calls.append(text) or text
+    lines = ["\u201cthe cat\u201d sat \u2013 on the mat \u2026", "where are you going ?"]
+    ids = tok(lines, text_target=lines).input_ids
+    tok.batch_decode(ids, skip_special_tokens=True)
+    assert calls == []
 
 
 def test_multilingual_opus_mt_target_tokens_become_target_languages(spms, tmp_path):

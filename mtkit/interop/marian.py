@@ -14,7 +14,10 @@ emits) becomes MarianMT's pad row, so both start from the same embedding and bot
 that `generate` then forbids. mtkit's pad is then one row MarianMT lacks: a zero embedding whose logit
 gets ``NO_LOGIT`` from the output bias, so it takes no probability and the softmax over the others is
 MarianMT's. A model exported by mtkit keeps mtkit's order (its start token is bos, not pad) and comes
-back without an added row.
+back without an added row. Pieces of the sentencepiece models that the vocabulary lacks (real OPUS-MT
+models have some; MarianTokenizer reads them as <unk>) come after the vocabulary, each a copy of
+<unk>'s row that gets ``NO_LOGIT`` too; a multilingual OPUS-MT model's ``>>deu<<`` tokens take mtkit's
+tag names (``<2deu>``), so its target languages are asked for as a multilingual mtkit model's are.
 
 Nothing here reads a file: `mtkit.interop.hf` does, and writes.
 """

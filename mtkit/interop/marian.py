@@ -257,6 +257,21 @@ def to_mtkit(hf: dict[str, Tensor], model: dict[str, Any], src: VocabOrder, tgt:
     return out
 
 
+def layer_to_hf(state: dict[str, Tensor], d: int, prefix: str, mine: str, cross: bool,
+                out: dict[str, Tensor]) -> None:
+    """One layer's tensors under their Transformers names (``prefix``, e.g. ``model.decoder.layers.2``)
+    into ``out``: the unfused ones as they are, the fused q/k/v (and cross-attention k/v) split in
+    rows; MarianMT and Pegasus name a layer alike."""
+    for a, b in _layer_pairs(prefix, mine, cross):
+        out[a] = state[b]
+    for p in ("weight", "bias"):
+        for x, part in zip("qkv", state[f"{mine}.self_attn.qkv.{p}"].split(d), strict=True):
+            out[f"{prefix}.self_attn.{x}_proj.{p}"] = part
+        if cross:
+            for x, part in zip("kv", state[f"{mine}.cross_attn.kv.{p}"].split(d), strict=True):
+                out[f"{prefix}.encoder_attn.{x}_proj.{p}"] = part
+
+
 def to_hf(state: dict[str, Tensor], model: Any, shared: bool) -> dict[str, Tensor]:
     """A MarianMTModel state dict (``save_pretrained``'s keys, tied tensors once) from an mtkit one in
     mtkit's vocabulary order, which the exported ``vocab.json`` keeps."""
@@ -277,15 +292,7 @@ def to_hf(state: dict[str, Tensor], model: Any, shared: bool) -> dict[str, Tenso
     for side, count, cross in (("encoder", model.encoder_layers, False),
                                ("decoder", model.decoder_layers, True)):
         for i in range(count):
-            prefix, mine = f"model.{side}.layers.{i}", f"{side}_layers.{i}"
-            for a, b in _layer_pairs(prefix, mine, cross):
-                out[a] = state[b]
-            for p in ("weight", "bias"):
-                for x, part in zip("qkv", state[f"{mine}.self_attn.qkv.{p}"].split(d), strict=True):
-                    out[f"{prefix}.self_attn.{x}_proj.{p}"] = part
-                if cross:
-                    for x, part in zip("kv", state[f"{mine}.cross_attn.kv.{p}"].split(d), strict=True):
-                        out[f"{prefix}.encoder_attn.{x}_proj.{p}"] = part
+            layer_to_hf(state, d, f"model.{side}.layers.{i}", f"{side}_layers.{i}", cross, out)
     # views, not copies (the q/k/v rows of a fused matrix are contiguous): `mtkit.interop.hf` writes each one
     return {k: v.detach().float().contiguous() for k, v in out.items()}
 

@@ -28,7 +28,7 @@ import torch
 from torch import Tensor
 
 from mtkit.errors import ConfigError
-from mtkit.interop.marian import NO_LOGIT, _layer_pairs
+from mtkit.interop.marian import NO_LOGIT, layer_to_hf
 from mtkit.models.positions import marian_sinusoids
 
 #: mtkit tensors whose rows (dim 0) are residual-stream dimensions
@@ -127,15 +127,7 @@ def to_pegasus(state: dict[str, Tensor], model: Any, vocab: int, tied: bool) -> 
         for p in ("weight", "bias"):
             out[f"model.{side}.layer_norm.{p}"] = state[f"{side}_norm.{p}"]
         for i in range(count):
-            prefix, mine = f"model.{side}.layers.{i}", f"{side}_layers.{i}"
-            for a, b in _layer_pairs(prefix, mine, cross):
-                out[a] = state[b]
-            for p in ("weight", "bias"):
-                for x, part in zip("qkv", state[f"{mine}.self_attn.qkv.{p}"].split(d), strict=True):
-                    out[f"{prefix}.self_attn.{x}_proj.{p}"] = part
-                if cross:
-                    for x, part in zip("kv", state[f"{mine}.cross_attn.kv.{p}"].split(d), strict=True):
-                        out[f"{prefix}.encoder_attn.{x}_proj.{p}"] = part
+            layer_to_hf(state, d, f"model.{side}.layers.{i}", f"{side}_layers.{i}", cross, out)
     return {k: v.detach().float().contiguous() for k, v in out.items()}
 
 

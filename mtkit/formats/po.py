@@ -83,7 +83,7 @@ def translate_catalog_bytes(data: bytes, name: str, plain: TranslateFn, constrai
                                f"into {tgt_lang} (--tgt-lang, or the model's target)")
     if not todo:
         return data, report
-    rule = _plural_rule(catalog, name, language or tgt_lang, any(e.msgid_plural is not None for e in todo))
+    rule = _plural_rule(meta, name, language or tgt_lang, any(e.msgid_plural is not None for e in todo))
     written = _translations(catalog, name, todo, plain, constrained, rule, report)
     if not written:
         return data, report
@@ -99,7 +99,7 @@ def translate_catalog_bytes(data: bytes, name: str, plain: TranslateFn, constrai
         edits[first] = new
         if fuzzy and "fuzzy" not in entry.flags:
             _add_fuzzy(catalog, entry, edits, inserts)
-    _complete_header(catalog, name, tgt_lang, rule, edits, inserts)
+    _complete_header(catalog, meta, name, tgt_lang, rule, edits, inserts)
     out: list[str] = []
     for i, line in enumerate(catalog.lines):
         out += inserts.get(i, [])
@@ -113,10 +113,10 @@ def _primary(lang: str) -> str:
     return re.split(r"[-_@.]", lang.strip().lower())[0]
 
 
-def _plural_rule(catalog: Catalog, name: str, lang: str, needed: bool) -> plurals.PluralRule | None:
+def _plural_rule(meta: dict[str, str], name: str, lang: str, needed: bool) -> plurals.PluralRule | None:
     """The catalog's plural rule: its header's, else the language's; a catalog with plural entries to
     fill and no rule to be had is refused."""
-    rule = plurals.parse(catalog.metadata().get("Plural-Forms", ""), name)
+    rule = plurals.parse(meta.get("Plural-Forms", ""), name)
     if rule is None:
         rule = plurals.for_language(lang)
     if rule is None and needed:
@@ -234,14 +234,14 @@ def _add_fuzzy(catalog: Catalog, entry: Entry, edits: dict[int, list[str]], inse
     inserts.setdefault(at, []).append(f"#, fuzzy{nl}")
 
 
-def _complete_header(catalog: Catalog, name: str, tgt_lang: str, rule: plurals.PluralRule | None,
-                     edits: dict[int, list[str]], inserts: dict[int, list[str]]) -> None:
+def _complete_header(catalog: Catalog, meta: dict[str, str], name: str, tgt_lang: str,
+                     rule: plurals.PluralRule | None, edits: dict[int, list[str]],
+                     inserts: dict[int, list[str]]) -> None:
     """Template values of the header made real, a missing Plural-Forms added where plural entries need
     it, line by line; a catalog without a header given one (see the module docstring)."""
     header = catalog.header
     nl = catalog.newline
     has_plurals = any(e.msgid_plural is not None for e in catalog.entries if not e.obsolete)
-    meta = catalog.metadata()
     wanted: dict[str, str] = {}
     if not meta.get("Language", "").strip():
         wanted["Language"] = tgt_lang

@@ -152,9 +152,6 @@ class _Builder:
         self.flag_line: int | None = None
         self.obsolete = False
 
-    def has(self, keyword: str) -> bool:
-        return any(f[0] == keyword for f in self.fields)
-
 
 def _entries(lines: list[str], name: str) -> list[Entry]:
     entries: list[Entry] = []
@@ -163,11 +160,18 @@ def _entries(lines: list[str], name: str) -> list[Entry]:
 
     def close(end: int) -> None:
         nonlocal current
-        if current is not None and current.fields:
+        if current is not None and current.fields:  # comments alone make no entry
             entries.append(_finish(current, end, name))
-        elif current is not None and current.obsolete:
-            pass  # obsolete comments alone
         current = None
+
+    def comment(i: int) -> _Builder:
+        """The entry a comment line at ``i`` belongs to: a new one after an entry's keywords."""
+        nonlocal current
+        if current is not None and current.fields:
+            close(i)
+        if current is None:
+            current = _Builder(i)
+        return current
 
     for i, raw in enumerate(lines):
         number = i + 1
@@ -177,10 +181,7 @@ def _entries(lines: list[str], name: str) -> list[Entry]:
             last_kind = ""
             continue
         if line.startswith("#") and not line.startswith(("#~", "#|")):
-            if current is not None and current.fields:
-                close(i)
-            if current is None:
-                current = _Builder(i)
+            current = comment(i)
             if line.startswith("#,"):
                 if current.flag_line is None:
                     current.flag_line = i
@@ -189,10 +190,7 @@ def _entries(lines: list[str], name: str) -> list[Entry]:
             continue
         if line.startswith("#~") and not re.match(r"#~\s*\|?\s*(?:msg|\")", line):
             last_kind = "comment"  # an obsolete entry's comment
-            if current is not None and current.fields:
-                close(i)
-            if current is None:
-                current = _Builder(i)
+            current = comment(i)
             continue
         match = _FIELD_LINE.match(line)
         if not match:
@@ -203,10 +201,7 @@ def _entries(lines: list[str], name: str) -> list[Entry]:
         previous = "|" in prefix
         obsolete = prefix.startswith("#~")
         if previous:  # "#| msgid …": the previous msgid, part of the entry's comments
-            if current is not None and current.fields:
-                close(i)
-            if current is None:
-                current = _Builder(i)
+            current = comment(i)
             last_kind = "previous"
             continue
         if keyword is None:  # a continuation

@@ -86,7 +86,8 @@ def translate_command(
     json_input: bool = typer.Option(False, "--json-input",
         help='Each input line is JSON: {"text": ..., "constraints": [target strings]}.'),
     format: str = typer.Option("auto", "--format", "-f",
-        help="text, po (gettext catalog) or html; auto: by the input's extension (.po/.pot, .html/.htm)."),
+        help="text, po (gettext catalog), html, srt, vtt, xliff, docx, pptx, xlsx, odt, odp or epub; auto: "
+             "by the input's extension (docs/formats.md)."),
     placeholders: bool | None = typer.Option(None, "--placeholders/--no-placeholders",
         help="Keep printf/brace/dollar placeholders, tags, entities, escapes, accelerators: a line whose "
              "translation would break one is left as it is and reported (default: on for po and html)."),

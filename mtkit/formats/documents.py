@@ -8,28 +8,36 @@ were and come back as report lines ("file:line: why") for the caller to show.
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Literal
 
 from mtkit.errors import ConfigError
-from mtkit.formats.placeholders import ConstrainedFn, TranslateFn, translate_strings
+from mtkit.formats.placeholders import ConstrainedFn, Outcome, TranslateFn, translate_strings
 
-Format = Literal["text", "po", "html"]
-FORMATS: tuple[str, ...] = ("auto", "text", "po", "html")
-_BY_SUFFIX = {".po": "po", ".pot": "po", ".html": "html", ".htm": "html", ".xhtml": "html"}
+#: A format name (a key of HANDLERS), or "text" for plain lines
+Format = str
 
 
-def document_format(path: str, given: str) -> Format:
-    """The format of ``path``: ``given``, or by its extension for "auto" (text when it has none that
-    names a format, and for stdin)."""
-    if given not in FORMATS:
-        raise ConfigError(f"--format {given!r}: expected one of {', '.join(FORMATS)}")
-    if given != "auto":
-        return given  # type: ignore[return-value]
-    name = path[:-3] if path.endswith(".gz") else path
-    return _BY_SUFFIX.get(Path(name).suffix.lower(), "text")  # type: ignore[return-value]
+@dataclass(frozen=True)
+class DocumentJob:
+    """What a format's translate function gets besides the file's bytes: the target language, the two
+    translation functions of formats.placeholders (``plain`` for whole strings, ``constrained`` for the
+    retries; `mtkit.decode.formats_adapter.search_functions` makes both of a Translator), and the
+    options some formats read (catalogs: ``retranslate``, ``fuzzy``)."""
+
+    tgt_lang: str
+    plain: TranslateFn
+    constrained: ConstrainedFn | None = None
+    retranslate: bool = False
+    fuzzy: bool = True
+
+    def strings(self, texts: list[str], **kwargs: object) -> list[Outcome]:
+        """``texts`` translated with every placeholder and inline tag kept (formats.placeholders), each
+        an Outcome whose ``text`` is None where it could not be (left as it was, with the reason)."""
+        return translate_strings(texts, self.plain, self.constrained, **kwargs)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -42,27 +50,101 @@ class DocumentResult:
     summary: str = ""
 
 
+Translate = Callable[[bytes, str, DocumentJob], DocumentResult]
+
+
+@dataclass(frozen=True)
+class Handler:
+    """One document format: the module and function that translate it (imported on first use, so a
+    plain-text run never pays for a zip or XML reader), the extensions it is recognised by, its media
+    type (the server's downloads) and what it is, for --help and the docs."""
+
+    module: str
+    function: str
+    suffixes: tuple[str, ...]
+    media_type: str
+    title: str
+
+    def load(self) -> Translate:
+        return getattr(importlib.import_module(self.module), self.function)
+
+
+#: Every document format, by the name --format takes. Each function has the signature ``Translate``:
+#: (bytes of the file, its name for messages, the job) -> DocumentResult.
+HANDLERS: dict[str, Handler] = {
+    "text": Handler("mtkit.formats.plaintext", "translate_text", (".txt",), "text/plain", "plain text"),
+    "po": Handler("mtkit.formats.documents", "translate_catalog", (".po", ".pot"),
+                  "text/x-gettext-translation", "gettext catalog"),
+    "html": Handler("mtkit.formats.documents", "translate_page", (".html", ".htm", ".xhtml"), "text/html",
+                    "HTML/XHTML page"),
+    "srt": Handler("mtkit.formats.subtitles", "translate_srt", (".srt",), "application/x-subrip",
+                   "SubRip subtitles"),
+    "vtt": Handler("mtkit.formats.subtitles", "translate_vtt", (".vtt",), "text/vtt", "WebVTT subtitles"),
+    "xliff": Handler("mtkit.formats.xliff", "translate_xliff", (".xlf", ".xliff"), "application/xliff+xml",
+                     "XLIFF 1.2/2.0"),
+    "docx": Handler("mtkit.formats.office", "translate_docx", (".docx",),
+                    "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+                    "Word document"),
+    "pptx": Handler("mtkit.formats.office", "translate_pptx", (".pptx",),
+                    "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+                    "PowerPoint presentation"),
+    "xlsx": Handler("mtkit.formats.office", "translate_xlsx", (".xlsx",),
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "Excel workbook"),
+    "odt": Handler("mtkit.formats.opendocument", "translate_odt", (".odt",),
+                   "application/vnd.oasis.opendocument.text", "OpenDocument text"),
+    "odp": Handler("mtkit.formats.opendocument", "translate_odp", (".odp",),
+                   "application/vnd.oasis.opendocument.presentation", "OpenDocument presentation"),
+    "epub": Handler("mtkit.formats.epub", "translate_epub", (".epub",), "application/epub+zip", "EPUB book"),
+}
+#: what --format takes; "text" is translated line by line by `mtkit translate` (mtkit.translate.lines),
+#: and as one document by the server and the Python API
+FORMATS: tuple[str, ...] = ("auto", *HANDLERS)
+_BY_SUFFIX = {suffix: name for name, handler in HANDLERS.items() for suffix in handler.suffixes}
+
+
+def document_format(path: str, given: str) -> Format:
+    """The format of ``path``: ``given``, or by its extension for "auto" (text when it has none that
+    names a format, and for stdin)."""
+    if given not in FORMATS:
+        raise ConfigError(f"--format {given!r}: expected one of {', '.join(FORMATS)}")
+    if given != "auto":
+        return given
+    name = path[:-3] if path.endswith(".gz") else path
+    return _BY_SUFFIX.get(Path(name).suffix.lower(), "text")
+
+
 def translate_document(data: bytes, name: str, fmt: Format, tgt_lang: str, plain: TranslateFn,
                        constrained: ConstrainedFn | None = None, retranslate: bool = False,
                        fuzzy: bool = True) -> DocumentResult:
-    """``data`` (the bytes of ``name``) translated as a catalog or an HTML/XHTML page with ``plain`` (and
-    ``constrained`` for the retries: formats.placeholders; `mtkit.decode.formats_adapter` makes both of
-    a Translator). Bytes in, bytes out: what is not translated comes back byte for byte."""
-    from mtkit.formats import html, po  # here: a plain-text run never pays for lxml and the catalog reader
+    """``data`` (the bytes of ``name``) translated as a document of format ``fmt`` (a key of HANDLERS)
+    with ``plain`` (and ``constrained`` for the retries: formats.placeholders). Bytes in, bytes out:
+    what is not translated comes back byte for byte."""
+    handler = HANDLERS.get(fmt)
+    if handler is None:
+        raise ConfigError(f"format {fmt!r} is not a document format ({', '.join(HANDLERS)})")
+    return handler.load()(data, name, DocumentJob(tgt_lang, plain, constrained, retranslate, fuzzy))
 
-    if fmt == "po":
-        out, report = po.translate_catalog_bytes(data, name, plain, constrained, tgt_lang, retranslate, fuzzy)
-        summary = (f"{name}: {report.translated} of {report.entries} entries translated"
-                   f"{' (fuzzy)' if fuzzy and report.translated else ''}, {report.already} kept, "
-                   f"{len(report.left)} left untranslated")
-        return DocumentResult(out, report.warnings + report.left, summary)
-    if fmt == "html":
-        strings = partial(translate_strings, translate=plain, constrained=constrained)
-        out, page = html.translate_page_bytes(data, name, strings, tgt_lang)
-        summary = (f"{name}: {page.translated} of {page.runs} text runs translated, "
-                   f"{len(page.left)} left as they were")
-        return DocumentResult(out, page.left, summary)
-    raise ConfigError(f"format {fmt!r} is not a document format (po, html)")
+
+def translate_catalog(data: bytes, name: str, job: DocumentJob) -> DocumentResult:
+    """A gettext catalog (formats/po.py)."""
+    from mtkit.formats import po  # here: a plain-text run never pays for the catalog reader
+
+    out, report = po.translate_catalog_bytes(data, name, job.plain, job.constrained, job.tgt_lang,
+                                             job.retranslate, job.fuzzy)
+    summary = (f"{name}: {report.translated} of {report.entries} entries translated"
+               f"{' (fuzzy)' if job.fuzzy and report.translated else ''}, {report.already} kept, "
+               f"{len(report.left)} left untranslated")
+    return DocumentResult(out, report.warnings + report.left, summary)
+
+
+def translate_page(data: bytes, name: str, job: DocumentJob) -> DocumentResult:
+    """An HTML or XHTML page (formats/html.py)."""
+    from mtkit.formats import html
+
+    out, page = html.translate_page_bytes(data, name, job.strings, job.tgt_lang)
+    summary = (f"{name}: {page.translated} of {page.runs} text runs translated, "
+               f"{len(page.left)} left as they were")
+    return DocumentResult(out, page.left, summary)
 
 
 def translate_html_text(text: str, name: str, tgt_lang: str, plain: TranslateFn,

@@ -42,6 +42,12 @@ def serve_command(
                                               help="Match the glossary's source terms in any case."),
     pivot: str = typer.Option("en", "--pivot",
                               help="Answer pairs without a model through this language (none: do not)."),
+    disable_files_translation: bool = typer.Option(
+        False, "--disable-files-translation", help="Refuse POST /translate_file (403), as LibreTranslate."),
+    files_max_size: int = typer.Option(10 * 1024 * 1024, "--files-max-size",
+                                       help="Bytes of one uploaded file (413 past it)."),
+    files_keep_minutes: float = typer.Option(
+        30.0, "--files-keep-minutes", help="Minutes a translated file can be downloaded, then deleted."),
 ) -> None:
     """Serve models over HTTP: LibreTranslate's API, mtkit's /v1 API and a web page at /."""
     from mtkit.decode.translator import LoadOptions
@@ -54,5 +60,7 @@ def serve_command(
                            queue_sentences=queue, char_limit=char_limit, max_body=max_body, timeout=timeout,
                            api_keys=api_keys, cors_origins=cors_origin, log_level=log_level,
                            glossary=glossary, glossary_ignore_case=glossary_ignore_case,
-                           pivot=None if pivot.strip().lower() in ("", "none") else pivot.strip())
+                           pivot=None if pivot.strip().lower() in ("", "none") else pivot.strip(),
+                           files=not disable_files_translation, files_max_size=files_max_size,
+                           files_keep_minutes=files_keep_minutes)
     run_server(model, load, options)

@@ -37,6 +37,9 @@ class ServeOptions:
     glossary: Path | None = None  # terms every translation must use (mtkit.decode.glossary)
     glossary_ignore_case: bool = False
     pivot: str | None = "en"  # pairs without a model are chained through this language (None: not at all)
+    files: bool = True  # POST /translate_file (False: --disable-files-translation)
+    files_max_size: int = 10 * 1024 * 1024  # bytes of one uploaded file
+    files_keep_minutes: float = 30.0  # how long a translated file can be downloaded
 
 
 def build_app(models: list[Path], load: LoadOptions, options: ServeOptions):  # -> FastAPI
@@ -52,7 +55,9 @@ def build_app(models: list[Path], load: LoadOptions, options: ServeOptions):  # 
 
     for value, what in ((options.max_wait_ms, "--max-wait-ms"), (options.max_batch_sentences, "--max-batch"),
                         (options.queue_sentences, "--queue"), (options.char_limit, "--char-limit"),
-                        (options.max_body, "--max-body"), (options.timeout, "--timeout")):
+                        (options.max_body, "--max-body"), (options.timeout, "--timeout"),
+                        (options.files_max_size, "--files-max-size"),
+                        (options.files_keep_minutes, "--files-keep-minutes")):
         if value < 0 or (value == 0 and what != "--max-wait-ms"):
             raise ConfigError(f"{what} must be positive, not {value}")
     keys = KeyRing.from_file(options.api_keys) if options.api_keys is not None else KeyRing()
@@ -60,7 +65,9 @@ def build_app(models: list[Path], load: LoadOptions, options: ServeOptions):  # 
                          options.queue_sentences, glossary=options.glossary,
                          glossary_ignore_case=options.glossary_ignore_case, pivot=options.pivot)
     settings = ServerSettings(char_limit=options.char_limit, max_body=options.max_body,
-                              timeout=options.timeout, cors_origins=list(options.cors_origins))
+                              timeout=options.timeout, cors_origins=list(options.cors_origins),
+                              files=options.files, files_max_size=options.files_max_size,
+                              files_keep_minutes=options.files_keep_minutes)
     return create_app(model_set, settings, keys)
 
 

@@ -7,6 +7,9 @@ Two APIs over the same models, and what goes around them:
   work unchanged;
 - mtkit's own (``POST /v1/translate``, ``GET /v1/models``: `mtkit.serve.routes.v1`): beam size,
   n-best with scores, each sentence's confidence, subwords and attention;
+- LibreTranslate's file API (``POST /translate_file``, ``GET /download_file/<name>``:
+  `mtkit.serve.routes.files`), its files kept in a directory of the server's (`mtkit.serve.files`),
+  made when the server starts, swept of expired files while it runs, removed when it stops;
 - ``GET /health`` and ``GET /metrics`` (`mtkit.serve.routes.ops`), the web page (`routes.page`).
 
 What they share (the models, limits, API keys, metrics) is one `Server` (`mtkit.serve.context`) on
@@ -28,9 +31,10 @@ from fastapi.responses import JSONResponse, Response
 
 from mtkit.serve.bodies import HTTPError
 from mtkit.serve.context import Server, ServerSettings
+from mtkit.serve.files import FileStore
 from mtkit.serve.metrics import ServerMetrics
 from mtkit.serve.models import ModelSet
-from mtkit.serve.routes import libre, ops, page, v1
+from mtkit.serve.routes import files, libre, ops, page, v1
 from mtkit.serve.security import KeyRing
 
 __all__ = ["ServerSettings", "create_app"]
@@ -41,8 +45,19 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        yield
-        await asyncio.to_thread(models.close)  # translate what is queued, then stop the workers
+        server: Server = app.state.server
+        sweeper = None
+        if settings.files:
+            server.files = FileStore(settings.files_keep_minutes * 60)
+            sweeper = asyncio.create_task(sweep_files(server.files))
+        try:
+            yield
+        finally:
+            await asyncio.to_thread(models.close)  # translate what is queued, then stop the workers
+            if sweeper is not None and server.files is not None:
+                sweeper.cancel()
+                store, server.files = server.files, None
+                await asyncio.to_thread(store.close)
 
     app = FastAPI(title="mtkit", docs_url="/docs", redoc_url=None, lifespan=lifespan)
     app.state.server = Server(models, settings, keys or KeyRing(), ServerMetrics(models))
@@ -54,6 +69,7 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
                            allow_headers=["*"])
     app.middleware("http")(count)
     app.include_router(libre.router)
+    app.include_router(files.router)
     app.include_router(v1.router)
     app.include_router(ops.router)
     app.include_router(page.router)
@@ -63,6 +79,14 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
     app.add_exception_handler(405, not_allowed)
     app.add_exception_handler(Exception, failed)
     return app
+
+
+async def sweep_files(store: FileStore) -> None:
+    """Remove expired files while the server runs: every quarter of the keep time, at most a minute
+    apart (a file is never served once expired; the sweep frees the disk)."""
+    while True:
+        await asyncio.sleep(min(60.0, store.keep_seconds / 4))
+        await asyncio.to_thread(store.sweep)
 
 
 async def count(request: Request, call_next) -> Response:

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 
 from mtkit.serve.bodies import HTTPError, parse_body, read_body
+from mtkit.serve.files import FileStore
 from mtkit.serve.metrics import ServerMetrics
 from mtkit.serve.models import ModelSet
 from mtkit.serve.security import KeyRing
@@ -29,6 +30,9 @@ class ServerSettings:
     max_beam: int = 16
     max_nbest: int = 8
     cors_origins: list[str] = field(default_factory=list)
+    files: bool = True  # POST /translate_file (off: --disable-files-translation)
+    files_max_size: int = 10 * 1024 * 1024  # bytes of one uploaded file (413 past it)
+    files_keep_minutes: float = 30.0  # how long a translated file can be downloaded
 
 
 @dataclass
@@ -39,18 +43,20 @@ class Server:
     settings: ServerSettings
     keys: KeyRing
     metrics: ServerMetrics
+    files: FileStore | None = None  # the translated files (made when the server starts, unless disabled)
 
     async def fields(self, request: Request) -> dict[str, Any]:
         """The request body's fields (JSON or a form); 413 past ``max_body`` bytes, 415 for other content."""
         body = await read_body(request, self.settings.max_body)
         return parse_body(body, request.headers.get("content-type", ""))
 
-    def check_key(self, request: Request, given: str | None) -> None:
+    def check_key(self, request: Request, given: str | None, cost: int = 1) -> None:
         """403 or 429 (with ``Retry-After``) unless the key may make a request now: ``given`` (the body's
-        ``api_key``), else an ``X-API-Key`` header or ``Authorization: Bearer KEY``."""
+        ``api_key``), else an ``X-API-Key`` header or ``Authorization: Bearer KEY``; the request counts
+        as ``cost`` requests against the key's limit (a file: by its size)."""
         header = request.headers.get("x-api-key") or request.headers.get("authorization", "")
         key = given or (header[7:] if header.lower().startswith("bearer ") else header) or None
-        refusal = self.keys.check(key)
+        refusal = self.keys.check(key, cost)
         if refusal is not None:
             status, message, retry = refusal
             raise HTTPError(status, message, {"Retry-After": str(retry)} if retry else None)

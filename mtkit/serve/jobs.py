@@ -11,17 +11,25 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import zipfile
+from functools import partial
 from typing import Any
+from xml.etree.ElementTree import ParseError
 
 from mtkit.decode.translation import Candidate, Translation
 from mtkit.errors import ConfigError, MtkitError
-from mtkit.formats.documents import translate_html_text
+from mtkit.formats.documents import DocumentResult, Format, translate_document, translate_html_text
+from mtkit.formats.placeholders import ConstrainedFn, TranslateFn
 from mtkit.langid import Guess
 from mtkit.serve.batcher import QueueFull, Settings
 from mtkit.serve.bodies import HTTPError
 from mtkit.serve.context import Server
 from mtkit.serve.models import Route, ServedModel, sentences_of
 from mtkit.serve.replies import Done
+
+#: what a file's reader may raise on a file that is not of its format, where its module does not turn it
+#: into a DataError: answered 400, as bad input, never 500
+UNREADABLE = (zipfile.BadZipFile, UnicodeDecodeError, ParseError, EOFError)
 
 
 def busy(exc: QueueFull) -> HTTPError:
@@ -112,11 +120,12 @@ async def translate_each(server: Server, routes: list[Route | None], texts: list
     return done
 
 
-async def translate_pages(server: Server, routes: list[Route | None], texts: list[str]) -> list[str]:
-    """format html: each text a page or fragment translated with its tags (mtkit.formats.html),
-    off the event loop; a run whose translation would lose or unnest a tag stays as it was.
-    Through a pivot, each run's first-leg best is what the last leg translates."""
-    def searcher(model: ServedModel, glossary: bool = True) -> Any:
+def route_search(server: Server, route: Route) -> tuple[TranslateFn, ConstrainedFn | None]:
+    """The two search functions formats.placeholders takes (plain, and constrained where the last
+    leg's engine has it), for a worker thread: each sends its lines as one job on the model's batcher
+    with every candidate of the beam, and waits for it at most ``timeout`` seconds. Through a pivot,
+    each line's first-leg best is what the last leg translates."""
+    def searcher(model: ServedModel, glossary: bool = True) -> TranslateFn:
         def search(lines: list[str], constraints: list[list[str]] | None = None) -> list[list[str]]:
             wide = Settings(model.default_beam, model.default_beam, glossary=glossary)  # all candidates
             future = model.batcher.submit(lines, wide, constraints)
@@ -129,23 +138,66 @@ async def translate_pages(server: Server, routes: list[Route | None], texts: lis
             return [[h.text for h in t.hypotheses] or [""] for t in results]
         return search
 
+    legs = [searcher(m, n == len(route.legs) - 1) for n, m in enumerate(route.legs)]
+
+    def search(lines: list[str], constraints: list[list[str]] | None = None) -> list[list[str]]:
+        for leg in legs[:-1]:
+            lines = [found[0] for found in leg(lines)]
+        return legs[-1](lines, constraints)
+
+    return search, (search if route.legs[-1].translator.can_constrain else None)
+
+
+async def translate_pages(server: Server, routes: list[Route | None], texts: list[str]) -> list[str]:
+    """format html: each text a page or fragment translated with its tags (mtkit.formats.html),
+    off the event loop; a run whose translation would lose or unnest a tag stays as it was.
+    Through a pivot, each run's first-leg best is what the last leg translates."""
     def page(route: Route | None, text: str) -> str:
         if route is None:
             return text
-        legs = [searcher(m, n == len(route.legs) - 1) for n, m in enumerate(route.legs)]
-
-        def search(lines: list[str], constraints: list[list[str]] | None = None) -> list[list[str]]:
-            for leg in legs[:-1]:
-                lines = [found[0] for found in leg(lines)]
-            return legs[-1](lines, constraints)
-
-        retry = search if route.legs[-1].translator.can_constrain else None
-        return translate_html_text(text, "q", route.target, search, retry)
+        return translate_html_text(text, "q", route.target, *route_search(server, route))
 
     try:
         return await asyncio.to_thread(lambda: [page(r, t) for r, t in zip(routes, texts, strict=True)])
     except MtkitError as exc:  # a page that is not HTML (a mismatched end tag)
         raise HTTPError(400, f"Invalid request: {exc}") from None
+    except QueueFull as exc:
+        raise busy(exc) from None
+    except concurrent.futures.TimeoutError:
+        raise too_slow(server) from None
+
+
+def document_text(data: bytes, name: str, fmt: Format, limit: int = 20_000) -> str:
+    """What a document says, for identifying its language (``source: auto``): the strings its format
+    would translate, gathered by translating it with a function that keeps each as it is, joined up
+    to about ``limit`` characters."""
+    seen: list[str] = []
+
+    def keep(lines: list[str], constraints: list[list[str]] | None = None) -> list[list[str]]:
+        seen.extend(lines)
+        return [[line] for line in lines]
+
+    translate_document(data, name, fmt, "und", keep)
+    return "\n".join(seen)[:limit]
+
+
+async def translate_file(server: Server, route: Route | None, data: bytes, name: str, fmt: Format
+                         ) -> DocumentResult:
+    """An uploaded document translated along ``route`` (None: answered as it is, the file already in
+    the target language), as `mtkit translate` translates the file (mtkit.formats.documents), in one
+    of the file store's worker threads. 400 (one line) for a file its format cannot read, 503 for a
+    full queue or a translation past ``timeout``."""
+    if route is None:
+        return DocumentResult(data, [], f"{name}: already in the target language")
+    assert server.files is not None
+    work = partial(translate_document, data, name, fmt, route.target, *route_search(server, route))
+    loop = asyncio.get_running_loop()
+    try:
+        return await loop.run_in_executor(server.files.workers, work)
+    except MtkitError as exc:
+        raise HTTPError(400, f"Invalid request: {exc}") from None
+    except UNREADABLE as exc:  # a reader's own exception that its format module let through
+        raise HTTPError(400, f"Invalid request: {name} cannot be read as {fmt}: {exc}") from None
     except QueueFull as exc:
         raise busy(exc) from None
     except concurrent.futures.TimeoutError:

@@ -9,7 +9,7 @@ from mtkit.serve.models import ModelSet
 
 #: paths counted by name; anything else (404s, static files) is counted as "other"
 ENDPOINTS = ("/translate", "/detect", "/v1/translate", "/languages", "/v1/models", "/frontend/settings",
-             "/health", "/")
+             "/health", "/", "/translate_file")
 
 
 class ServerMetrics:
@@ -31,7 +31,8 @@ class ServerMetrics:
                                 ["model"], registry=self.registry)
 
     def observe(self, path: str, status: int, seconds: float) -> None:
-        endpoint = path if path in ENDPOINTS else "other"
+        endpoint = path if path in ENDPOINTS else "/download_file" if path.startswith("/download_file/") \
+            else "other"
         self.requests.labels(endpoint, str(status)).inc()
         self.latency.labels(endpoint).observe(seconds)
 

@@ -50,9 +50,11 @@ class KeyRing:
             raise DataError(f"{path}: holds no API key")
         return cls(limits)
 
-    def check(self, key: str | None) -> tuple[int, str, int | None] | None:
-        """None when ``key`` may make a request now (and counts it); else (status, message, seconds
-        to wait or None): 403 for a missing or unknown key, 429 past its limit."""
+    def check(self, key: str | None, cost: int = 1) -> tuple[int, str, int | None] | None:
+        """None when ``key`` may make a request now (and counts it, as ``cost`` requests: a file counts
+        by its size, as in LibreTranslate); else (status, message, seconds to wait or None): 403 for a
+        missing or unknown key, 429 past its limit (without a wait where ``cost`` is over the limit
+        itself: no wait would do)."""
         if not self.enabled:
             return None
         if not key or key not in self.limits:
@@ -60,13 +62,16 @@ class KeyRing:
         limit = self.limits[key]
         if limit is None:
             return None
+        if cost > limit:
+            return 429, (f"Slowdown: this request counts as {cost} requests, over this key's limit of "
+                         f"{limit} per minute"), None
         now = time.monotonic()
         with self._lock:
             calls = self._calls.setdefault(key, collections.deque())
             while calls and calls[0] <= now - self.window:
                 calls.popleft()
-            if len(calls) >= limit:
-                wait = int(calls[0] + self.window - now) + 1
+            if len(calls) + cost > limit:
+                wait = int(calls[len(calls) + cost - limit - 1] + self.window - now) + 1
                 return 429, f"Slowdown: {limit} requests per minute for this key", wait
-            calls.append(now)
+            calls.extend([now] * cost)
         return None

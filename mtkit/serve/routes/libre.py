@@ -1,5 +1,6 @@
 """LibreTranslate's API: ``POST /translate``, ``POST /detect``, ``GET /languages``, ``GET
-/frontend/settings``, so that LibreTranslate's clients and integrations work unchanged.
+/frontend/settings`` (which lists the file formats of ``/translate_file``: `routes.files`), so that
+LibreTranslate's clients and integrations work unchanged.
 
 Bodies are JSON, a url-encoded form or a multipart form; fields mtkit cannot honour are refused with
 400, never ignored (docs/serve.md lists them). ``source: "auto"`` and ``/detect`` identify what
@@ -20,6 +21,7 @@ from mtkit.serve.context import Server, ServerDep
 from mtkit.serve.jobs import identify, translate_each, translate_pages
 from mtkit.serve.models import Route
 from mtkit.serve.replies import detections, libre_reply
+from mtkit.serve.routes.files import supported_formats
 
 #: the languages /detect answers, likeliest first
 DETECTIONS = 5
@@ -89,6 +91,7 @@ async def languages(server: ServerDep) -> list[dict[str, Any]]:
 async def frontend_settings(server: ServerDep) -> dict[str, Any]:
     first = next(iter(server.models.models.values()))
     return {"charLimit": server.settings.char_limit, "apiKeys": server.keys.enabled,
-            "keyRequired": server.keys.enabled, "suggestions": False, "filesTranslation": False,
-            "supportedFilesFormat": [],
+            "keyRequired": server.keys.enabled, "suggestions": False,
+            "filesTranslation": server.settings.files,
+            "supportedFilesFormat": list(supported_formats()) if server.settings.files else [],
             "language": {"source": {"code": first.source}, "target": {"code": first.target}}}

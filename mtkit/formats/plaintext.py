@@ -1,0 +1,56 @@
+"""Plain text as one document (the server's .txt files, the Python API): every line with words
+translated, with its placeholders kept (formats/placeholders.py); empty lines, the whitespace at each
+line's ends, line endings (LF, CRLF or CR, each line its own) and the BOM as they were.
+
+UTF-8 (with or without a BOM) and UTF-16 with a BOM are read and written back the same; other bytes
+are refused naming the first line that does not decode: a text file does not say its charset.
+`mtkit translate` keeps its own line-by-line path for text (streaming, --resume, shards).
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+
+from mtkit.errors import DataError
+from mtkit.formats.documents import DocumentJob, DocumentResult
+
+_LINE = re.compile(r"([^\r\n]*)(\r\n|\n|\r|$)")
+_WORDY = re.compile(r"[^\W\d_]")
+_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+
+
+def decode_text(data: bytes, name: str) -> tuple[str, str, bytes]:
+    """The text of ``data``, its codec and its BOM (b"" for none): UTF-8, or UTF-16 with a BOM."""
+    codec, bom = "utf-8", b""
+    for mark, found in _BOMS:
+        if data.startswith(mark):
+            codec, bom = found, mark
+            break
+    try:
+        return data[len(bom):].decode(codec), codec, bom
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, len(bom) + exc.start) + 1
+        byte = exc.object[exc.start]
+        raise DataError(f"{name}:{line}: not {codec} text (byte {byte:#04x}); a text file does not say "
+                        "its charset, so none is guessed: convert it to UTF-8") from None
+
+
+def translate_text(data: bytes, name: str, job: DocumentJob) -> DocumentResult:
+    """``data`` (the bytes of ``name``) with each line that has words translated (see the module
+    docstring); a line whose translation would break a placeholder stays as it was and is reported."""
+    text, codec, bom = decode_text(data, name)
+    lines = [(m[1], m[2]) for m in _LINE.finditer(text) if m[0] or m.start() < len(text)]
+    wanted = [n for n, (line, _) in enumerate(lines) if _WORDY.search(line)]
+    outcomes = job.strings([lines[n][0] for n in wanted]) if wanted else []
+    left = []
+    out = [line for line, _ in lines]
+    for n, outcome in zip(wanted, outcomes, strict=True):
+        if outcome.text is None:
+            left.append(f"{name}:{n + 1}: left as it was: {outcome.problem}")
+        else:
+            out[n] = outcome.text.replace("\r", " ").replace("\n", " ")
+    written = "".join(line + end for line, (_, end) in zip(out, lines, strict=True))
+    summary = (f"{name}: {len(wanted) - len(left)} of {len(wanted)} lines translated, "
+               f"{len(left)} left as they were")
+    return DocumentResult(bom + written.encode(codec), left, summary)

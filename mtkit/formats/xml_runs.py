@@ -1,0 +1,532 @@
+"""The paragraphs of an XML document part (Office Open XML, OpenDocument, an EPUB's NCX) as strings for
+the model, with their formatting as numbered inline tags, and the translations written back in place.
+
+A paragraph (``<w:p>``, ``<a:p>``, ``<text:p>``, a spreadsheet's ``<si>``) is a sequence of text runs,
+each with its formatting (a run's properties, ``<w:rPr>``, and the elements around it: a hyperlink, a
+tracked insertion, an ODF ``<text:span>``), of breaks (tabs, line breaks) and of things that are no
+text (a field, a drawing, a bookmark, a note). The model gets one string per paragraph:
+
+- the text of the formatting that covers the most of the paragraph bare, every other formatting a tag
+  of its own (``<b>``, ``<i>``, ``<u>``, ``<a>`` for a link, ``<span>``; numbered where a name comes
+  more than once: ``<b1>``, ``<b2>``), adjacent runs of one formatting merged into one tag;
+- each stretch of things that are no text as one self-closing tag (``<x1/>``), written back as it was,
+  once; those before the first text and after the last stay outside the string, in place;
+- tabs and line breaks as ``\\t`` and ``\\n`` (translated apart and put back by formats/placeholders);
+- spell-check marks (``<w:proofErr>``) left out: they are wrong once the text is another language.
+
+A translation is written back only where its tags are the source's (each ``<xN/>`` once, every
+formatting tag at least once, with words, properly nested), as runs with their own properties in the
+translation's order; else the paragraph stays as it was and is reported. The part is changed only by
+splicing the new content of each translated paragraph into its span, so every byte outside the
+translated paragraphs stays as it was; a paragraph inside another's non-text (a text box in a drawing,
+an ODF note) is translated too, and written inside it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from mtkit.errors import DataError
+from mtkit.formats import markup
+from mtkit.formats.markup import Node
+from mtkit.formats.placeholders import Outcome
+
+StringsFn = Callable[[list[str]], list[Outcome]]
+_LABEL = re.compile(r"<(/?)([A-Za-z][\w.-]*)(/?)>")
+_XML_ENTITY = re.compile(r"&(?:amp|lt|gt|quot|apos|#\d+|#[xX][0-9A-Fa-f]+);")
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\r]")
+_QNAME = re.compile(r"</?([^\s/>]+)")
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How one XML vocabulary writes a paragraph: the qualified names of its elements and how text and
+    breaks are written (``kind``: "word", "drawing", "sheet", "odf", or "plain" for an element of
+    character data only)."""
+
+    kind: str
+    paragraphs: frozenset[str]
+    runs: frozenset[str] = frozenset()
+    run_props: frozenset[str] = frozenset()
+    texts: frozenset[str] = frozenset()  # empty: text is the paragraph's character data (ODF)
+    wrappers: frozenset[str] = frozenset()
+    links: frozenset[str] = frozenset()
+    dropped: frozenset[str] = frozenset()
+    breaks: tuple[tuple[str, str], ...] = ()  # element -> "\t" or "\n"
+    spaces: str = ""  # ODF's <text:s text:c="n"/>
+    within: frozenset[str] = frozenset()  # where set: only paragraphs inside one of these
+    text_tag: str = ""  # the element written around text ("w:t")
+
+
+@dataclass(frozen=True)
+class _Wrap:
+    head: str
+    tail: str
+    link: bool
+
+
+@dataclass(frozen=True)
+class _Run:
+    head: str  # the run's start tag and its properties
+    tail: str
+    props: str
+
+
+@dataclass(frozen=True)
+class _Key:
+    chain: tuple[_Wrap, ...]
+    run: _Run | None
+
+    def label_key(self) -> tuple[tuple[str, ...], str, bool]:
+        return tuple(w.head for w in self.chain), self.run.props if self.run else "", self.run is None
+
+
+@dataclass
+class _Text:
+    text: str
+    key: _Key
+
+
+@dataclass
+class _Break:
+    char: str
+    key: _Key
+
+
+@dataclass
+class _Opaque:
+    start: int
+    end: int
+    key: _Key
+    in_run: bool
+    dropped: bool = False
+
+
+_Item = _Text | _Break | _Opaque
+
+
+@dataclass
+class _Paragraph:
+    start: int  # the content's span (inside the paragraph's tags)
+    end: int
+    prefix: list[_Item]
+    middle: list[_Item]
+    suffix: list[_Item]
+    string: str = ""
+    labels: dict[str, _Key | list[_Opaque]] = field(default_factory=dict)
+    base: _Key | None = None
+    worded: set[str] = field(default_factory=set)
+
+
+@dataclass
+class PartReport:
+    """What became of a part's paragraphs (those with words)."""
+
+    runs: int = 0
+    translated: int = 0
+    left: list[str] = field(default_factory=list)
+
+
+class Part:
+    """One XML part: its paragraphs read (``strings`` for the model), then written back (``finish``)."""
+
+    def __init__(self, text: str, name: str, dialect: Dialect) -> None:
+        self.text, self.name, self.dialect = text, name, dialect
+        if (problem := markup.xml_problem(text)) is not None:
+            raise DataError(f"{name}:{problem[0]}: not well-formed XML: {problem[1]}")
+        self.tokens = markup.tokenize(text, name, True)
+        self.lines = markup.Lines(text)
+        root = markup.build(self.tokens, text, True, frozenset())
+        self.paragraphs: list[_Paragraph] = []
+        self.text_tag = dialect.text_tag
+        self._find(root, not dialect.within)
+        self.strings = [p.string for p in self.paragraphs]
+
+    def qname(self, node: Node) -> str:
+        tok = self.tokens[node.start]
+        return _QNAME.match(self.text, tok.start)[1]  # type: ignore[index]
+
+    def source(self, node: Node) -> str:
+        end = self.tokens[node.start if node.end is None else node.end]
+        return self.text[self.tokens[node.start].start:end.end]
+
+    def _find(self, node: Node, inside: bool) -> None:
+        for child in node.children:
+            if not isinstance(child, Node):
+                continue
+            name = self.qname(child)
+            here = inside or name in self.dialect.within
+            if here and name in self.dialect.paragraphs and child.end is not None:
+                paragraph = self._paragraph(child)
+                if paragraph is not None:
+                    self.paragraphs.append(paragraph)
+            self._find(child, here)
+
+    def _paragraph(self, node: Node) -> _Paragraph | None:
+        items: list[_Item] = []
+        self._collect(node, _Key((), None), items)
+        if self.dialect.kind == "word":
+            items = self._fields(items)
+        texts = [i for i, item in enumerate(items) if isinstance(item, _Text) and _has_words(item.text)]
+        if not texts:
+            return None
+        first, last = texts[0], texts[-1]
+        start, end = self.tokens[node.start].end, self.tokens[node.end].start  # type: ignore[index]
+        paragraph = _Paragraph(start, end, items[:first], items[first:last + 1], items[last + 1:])
+        _label(paragraph)
+        return paragraph
+
+    def _collect(self, node: Node, key: _Key, items: list[_Item]) -> None:
+        """The items of ``node``'s content, in order."""
+        d = self.dialect
+        for child in node.children:
+            if not isinstance(child, Node):
+                tok = self.tokens[child]
+                if tok.kind == "text" and not d.texts and key.run is None:
+                    items.append(_Text(re.sub(r"[ \t\r\n]+", " ", self.text[tok.start:tok.end]), key))
+                elif tok.kind != "text":
+                    items.append(_Opaque(tok.start, tok.end, key, key.run is not None))
+                continue
+            name = self.qname(child)
+            src_start = self.tokens[child.start].start
+            src_end = self.tokens[child.start if child.end is None else child.end].end
+            if name in d.texts:
+                self.text_tag = name
+                if child.end is not None:
+                    inner = self.text[self.tokens[child.start].end:self.tokens[child.end].start]
+                    items.append(_Text(inner, key))
+            elif (char := dict(d.breaks).get(name)) and not re.search(r'type="(?:page|column)"',
+                                                                       self.text[src_start:src_end]):
+                items.append(_Break(char, key))
+            elif name == d.spaces:
+                count = child.attrs.get("text:c", "1")
+                items.append(_Text(" " * (int(count) if count.isdigit() else 1), key))
+            elif name in d.dropped:
+                items.append(_Opaque(src_start, src_end, key, key.run is not None, dropped=True))
+            elif name in d.runs and child.end is not None and key.run is None:
+                props = next((c for c in child.children
+                              if isinstance(c, Node) and self.qname(c) in d.run_props), None)
+                props_src = self.source(props) if props is not None else ""
+                head_end = (self.tokens[props.start if props.end is None else props.end].end if props
+                            else self.tokens[child.start].end)
+                run = _Run(self.text[src_start:head_end], self.text[self.tokens[child.end].start:src_end],
+                           props_src)
+                inner_items: list[_Item] = []
+                self._collect_run(child, props, _Key(key.chain, run), inner_items)
+                items += inner_items
+            elif name in d.wrappers and child.end is not None:
+                head_end = self.tokens[child.start].end
+                content = []
+                for c in child.children:
+                    if isinstance(c, Node) and not content and self.qname(c).endswith("Pr"):
+                        head_end = self.tokens[c.start if c.end is None else c.end].end
+                    elif isinstance(c, Node) or self.tokens[c].kind != "text" or not d.texts:
+                        content.append(c)
+                wrap = _Wrap(self.text[src_start:head_end], self.text[self.tokens[child.end].start:src_end],
+                             name in d.links)
+                sub = Node(child.name, child.start, child.end, child.attrs, content)
+                self._collect(sub, _Key((*key.chain, wrap), key.run), items)
+            else:
+                items.append(_Opaque(src_start, src_end, key, key.run is not None))
+
+    def _fields(self, items: list[_Item]) -> list[_Item]:
+        """Each field begun and ended inside the paragraph (``<w:fldChar>`` begin … end, in the same
+        wrappers) as one non-text item from its begin to its end: its code and its result come back as
+        they were. A field across paragraphs (a table of contents) keeps its text translated."""
+        out: list[_Item] = []
+        open_at: list[int] = []
+        for item in items:
+            kind = (re.search(r'w:fldCharType="(begin|end)"', self.text[item.start:item.end])
+                    if isinstance(item, _Opaque) and item.in_run else None)
+            if kind and kind[1] == "begin":
+                open_at.append(len(out))
+            out.append(item)
+            if kind and kind[1] == "end" and open_at:
+                at = open_at.pop()
+                begin = out[at]
+                assert isinstance(begin, _Opaque) and begin.key.run and item.key.run  # noqa: S101
+                if begin.key.chain == item.key.chain and not open_at:
+                    run = _Run(begin.key.run.head, item.key.run.tail, begin.key.run.props)
+                    out[at:] = [_Opaque(begin.start, item.end, _Key(begin.key.chain, run), True)]
+        return out
+
+    def _collect_run(self, run: Node, props: Node | None, key: _Key, items: list[_Item]) -> None:
+        """The items of a run: its properties left out (they are the run's head)."""
+        rest = [c for c in run.children if c is not props]
+        self._collect(Node(run.name, run.start, run.end, run.attrs, rest), key, items)
+
+    def finish(self, outcomes: Sequence[Outcome], tgt_lang: str) -> tuple[str, PartReport]:
+        """The part with each translated paragraph written back (see the module docstring)."""
+        report = PartReport(runs=len(self.paragraphs))
+        self._splices: dict[int, tuple[int, str]] = {}
+        order = sorted(range(len(self.paragraphs)), key=lambda i: -self._depth(i))
+        for i in order:
+            paragraph, outcome = self.paragraphs[i], outcomes[i]
+            if outcome.text is None:
+                problem = outcome.problem
+            elif outcome.text == paragraph.string:
+                report.translated += 1
+                continue
+            else:
+                written, problem = self._rebuilt(paragraph, outcome.text, tgt_lang)
+                if written is not None:
+                    self._splices[paragraph.start] = (paragraph.end, written)
+                    report.translated += 1
+                    continue
+            report.left.append(f"{self.name}:{self.lines(paragraph.start)}: left as it was: {problem}")
+        out = self.render(0, len(self.text))
+        if self._splices and (problem := markup.xml_problem(out)) is not None:
+            raise DataError(f"{self.name}: the translated part is not well-formed XML ({problem[1]})")
+        report.left.sort(key=lambda line: int(line[len(self.name) + 1:].split(":", 1)[0]))
+        return out, report
+
+    def _depth(self, i: int) -> int:
+        p = self.paragraphs[i]
+        return sum(1 for q in self.paragraphs if q.start <= p.start and p.end <= q.end and q is not p)
+
+    def render(self, start: int, end: int) -> str:
+        """``text[start:end]`` with the translated paragraphs inside it written in."""
+        parts, at = [], start
+        for s in sorted(k for k in self._splices if start <= k < end):
+            stop, new = self._splices[s]
+            if s < at or stop > end:
+                continue
+            parts += [self.text[at:s], new]
+            at = stop
+        return "".join(parts) + self.text[at:end]
+
+    def _rebuilt(self, paragraph: _Paragraph, translation: str, tgt_lang: str) -> tuple[str | None, str]:
+        """The new content of ``paragraph`` for ``translation``, or None and why it cannot be written."""
+        pieces: list[tuple[_Key, str] | _Opaque] = []
+        stack: list[str] = []
+        used: Counter[str] = Counter()
+        worded: set[str] = set()
+        at = 0
+        base = paragraph.base or next(i.key for i in paragraph.middle if isinstance(i, _Text))
+
+        def text(chunk: str) -> None:
+            if chunk:
+                pieces.append((paragraph.labels[stack[-1]] if stack else base, chunk))  # type: ignore[arg-type]
+                if stack and _has_words(chunk):
+                    worded.update(stack)
+
+        for m in _LABEL.finditer(translation):
+            text(translation[at:m.start()])
+            at = m.end()
+            closing, label, empty = m[1], m[2], m[3]
+            found = paragraph.labels.get(label)
+            if found is None or isinstance(found, list) != bool(empty):
+                return None, f"{m[0]} is not a tag of the source: {translation!r}"
+            used[label] += 1
+            if empty:
+                pieces += found  # type: ignore[arg-type]
+            elif closing:
+                if not stack or stack[-1] != label:
+                    return None, f"the translation's tags do not nest: {translation!r}"
+                stack.pop()
+            else:
+                stack.append(label)
+        text(translation[at:])
+        if stack:
+            return None, f"the translation's tags do not nest: {translation!r}"
+        for label, found in paragraph.labels.items():
+            if isinstance(found, list) and used[label] != 1:
+                return None, f"<{label}/> is {'lost' if not used[label] else 'repeated'}: {translation!r}"
+            if label in paragraph.worded and label not in worded:
+                return None, f"<{label}> lost its words: {translation!r}"
+        return self._write(paragraph, pieces, tgt_lang), ""
+
+    def _write(self, paragraph: _Paragraph, pieces: list[tuple[_Key, str] | _Opaque], tgt_lang: str) -> str:
+        """The paragraph's content: its prefix, the pieces, its suffix, each in its wrappers."""
+        units: list[tuple[tuple[_Wrap, ...], str]] = []
+        for item in paragraph.prefix:
+            units.append(self._unit(item, ""))
+        first = True
+        for piece in pieces:
+            if isinstance(piece, _Opaque):
+                units.append(self._unit(piece, ""))
+            else:
+                key, chunk = piece
+                units.append((key.chain, _write_text(self.dialect, key.run, _for_xml(chunk), tgt_lang,
+                                                     first and not paragraph.prefix, self.text_tag)))
+                first = False
+        for item in paragraph.suffix:
+            units.append(self._unit(item, ""))
+        out: list[str] = []
+        open_chain: tuple[_Wrap, ...] = ()
+        for chain, content in units:
+            common = 0
+            while common < min(len(chain), len(open_chain)) and chain[common] == open_chain[common]:
+                common += 1
+            out += [w.tail for w in reversed(open_chain[common:])] + [w.head for w in chain[common:]]
+            out.append(content)
+            open_chain = chain
+        out += [w.tail for w in reversed(open_chain)]
+        return "".join(out)
+
+    def _unit(self, item: _Item, tgt_lang: str) -> tuple[tuple[_Wrap, ...], str]:
+        """An item of the source written as it was (a non-text one with the paragraphs inside it
+        translated)."""
+        if isinstance(item, (_Text, _Break)):
+            written = item.text if isinstance(item, _Text) else item.char
+            return item.key.chain, _write_text(self.dialect, item.key.run, written, tgt_lang, False,
+                                               self.text_tag)
+        if item.dropped:
+            return item.key.chain, ""
+        source = self.render(item.start, item.end)
+        run = item.key.run
+        return item.key.chain, (run.head + source + run.tail if item.in_run and run else source)
+
+
+def _label(paragraph: _Paragraph) -> None:
+    """The paragraph's string for the model and the labels in it (see the module docstring)."""
+    middle = [i for i in paragraph.middle if not (isinstance(i, _Opaque) and i.dropped)]
+    chars: Counter[tuple] = Counter()
+    keys: dict[tuple, _Key] = {}
+    for item in middle:
+        if isinstance(item, _Text):
+            keys.setdefault(item.key.label_key(), item.key)
+            if not item.key.chain:
+                chars[item.key.label_key()] += len(item.text.strip())
+    base = max(chars, key=lambda k: chars[k]) if chars else None
+    paragraph.base = keys[base] if base is not None else None
+    names = {k: _name(key) for k, key in keys.items() if k != base}
+    counts = Counter(names.values())
+    seen: Counter[str] = Counter()
+    label_of: dict[tuple, str] = {}
+    for k, name in names.items():
+        seen[name] += 1
+        label_of[k] = name if counts[name] == 1 else f"{name}{seen[name]}"
+        paragraph.labels[label_of[k]] = keys[k]
+    groups: list[list[_Opaque]] = []
+    for n, item in enumerate(middle):
+        if isinstance(item, _Opaque):
+            if n and isinstance(middle[n - 1], _Opaque):
+                groups[-1].append(item)
+            else:
+                groups.append([item])
+    opaque_label = {id(g[0]): (f"x{n + 1}" if len(groups) > 1 else "x") for n, g in enumerate(groups)}
+    for g in groups:
+        paragraph.labels[opaque_label[id(g[0])]] = g
+    out: list[str] = []
+    current: str | None = None
+    for n, item in enumerate(middle):
+        if isinstance(item, _Opaque):
+            if id(item) in opaque_label:
+                if current:
+                    out.append(f"</{current}>")
+                    current = None
+                out.append(f"<{opaque_label[id(item)]}/>")
+            continue
+        if isinstance(item, _Break):
+            following = next((i for i in middle[n + 1:] if not isinstance(i, _Break)), None)
+            keep = isinstance(following, _Text) and label_of.get(following.key.label_key()) == current
+            if current and not keep:
+                out.append(f"</{current}>")
+                current = None
+            out.append(item.char)
+            continue
+        label = label_of.get(item.key.label_key())
+        if label != current:
+            if current:
+                out.append(f"</{current}>")
+            if label:
+                out.append(f"<{label}>")
+            current = label
+        if label and _has_words(item.text):
+            paragraph.worded.add(label)
+        out.append(item.text)
+    if current:
+        out.append(f"</{current}>")
+    paragraph.string = "".join(out)
+
+
+def _name(key: _Key) -> str:
+    """A text label's name: ``a`` for a link, ``b``, ``i``, ``u`` for bold, italic, underlined runs,
+    else ``span``."""
+    if any(w.link for w in key.chain) or "hlinkClick" in (key.run.props if key.run else ""):
+        return "a"
+    props = key.run.props if key.run else ""
+    for name in ("b", "i", "u"):
+        on = (rf'<(?:\w+:)?{name}(?:\s+(?:\w+:)?val="(?:1|true|on|single|double)")?\s*/>'
+              rf'|\s{name}="(?:1|sng|dbl)"')
+        if re.search(on, props):
+            return name
+    return "span"
+
+
+def _write_text(d: Dialect, run: _Run | None, text: str, tgt_lang: str, paragraph_start: bool,
+                text_tag: str) -> str:
+    """``text`` (XML-escaped, with ``\\t`` and ``\\n`` for breaks) as the dialect writes it in ``run``."""
+    if d.kind == "odf":
+        return _odf_text(text, paragraph_start)
+    if d.kind == "plain":
+        return text
+    head, tail = (run.head, run.tail) if run else ("", "")
+    if run and tgt_lang:
+        head = head.replace(run.props, _with_lang(d, run.props, tgt_lang), 1)
+    preserve = "" if d.kind == "drawing" else ' xml:space="preserve"'
+    open_t, close_t = f"<{text_tag}{preserve}>", f"</{text_tag}>"
+    if d.kind == "word":
+        parts = re.split(r"([\t\n])", text)
+        inner = "".join({"\t": "<w:tab/>", "\n": "<w:br/>"}.get(p, f"{open_t}{p}{close_t}" if p else "")
+                        for p in parts)
+        return f"{head or '<w:r>'}{inner}{tail or '</w:r>'}"
+    if d.kind == "drawing":
+        props = run.props if run else ""
+        brk = f"<a:br>{_with_lang(d, props, tgt_lang)}</a:br>" if props else "<a:br/>"
+        return brk.join(f"{head or '<a:r>'}{open_t}{p}{close_t}{tail or '</a:r>'}" if p else ""
+                        for p in text.split("\n"))
+    return f"{head}{open_t}{text}{close_t}{tail}"
+
+
+def _odf_text(text: str, paragraph_start: bool) -> str:
+    """Text as ODF writes it: spaces beyond the first (and one at the paragraph's start) as
+    ``<text:s/>``, tabs and line breaks as elements."""
+    def spaces(m: re.Match[str]) -> str:
+        n = len(m[0]) - (0 if m.start() == 0 and paragraph_start else 1)
+        lead = "" if m.start() == 0 and paragraph_start else " "
+        return lead + ("<text:s/>" if n == 1 else f'<text:s text:c="{n}"/>' if n else "")
+
+    text = re.sub(r"  +|^ ", spaces, text)
+    return text.replace("\t", "<text:tab/>").replace("\n", "<text:line-break/>")
+
+
+def _with_lang(d: Dialect, props: str, tgt_lang: str) -> str:
+    """Run properties with the language they name set to the target (the text is in it now)."""
+    if not tgt_lang:
+        return props
+    lang = tgt_lang.replace("_", "-")
+    if d.kind == "word":
+        return re.sub(r'(<w:lang\b[^>]*?\sw:val=")[^"]*(")', rf"\g<1>{lang}\g<2>", props)
+    if d.kind == "drawing":
+        return re.sub(r'(\slang=")[^"]*(")', rf"\g<1>{lang}\g<2>", props)
+    return props
+
+
+def _for_xml(text: str) -> str:
+    """The model's text as XML character data: XML's own entities as written, any other ``&``, ``<``,
+    ``>`` escaped, characters XML does not allow left out."""
+    text = _NOT_XML.sub("", text)
+    parts = re.split(f"({_XML_ENTITY.pattern})", text)
+    return "".join(p if n % 2 else p.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+                   for n, p in enumerate(parts))
+
+
+def _has_words(source: str) -> bool:
+    return bool(re.search(r"[^\W\d_]", re.sub(r"<[^>]*>|&#?\w+;", " ", source)))
+
+
+def translate_parts(parts: list[Part], strings: StringsFn, tgt_lang: str) -> list[tuple[str, PartReport]]:
+    """Every part's paragraphs translated in one call of ``strings`` (one batch for the model), each
+    part written back."""
+    flat = [s for part in parts for s in part.strings]
+    outcomes = strings(flat) if flat else []
+    out, at = [], 0
+    for part in parts:
+        out.append(part.finish(outcomes[at:at + len(part.strings)], tgt_lang))
+        at += len(part.strings)
+    return out

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from mtkit.errors import DataError
 from mtkit.formats.documents import DocumentJob
-from mtkit.formats.subtitles import read_srt, translate_srt, translate_vtt
+from mtkit.formats.subtitles import read_srt, read_vtt, translate_srt, translate_vtt
 
 SRT = """1
 00:00:01,000 --> 00:00:04,000
@@ -79,18 +79,14 @@ def job(model=upper, calls: list | None = None) -> DocumentJob:
 
 def skeleton(text: str) -> list[str]:
     """Every line that is not cue text (numbers, timings, blank lines, headers, notes) with its line
-    ending: what must come back byte for byte."""
-    cues = read_srt(text, "x") if not text.lstrip("\ufeff").startswith("WEBVTT") else None
-    lines = re.findall(r"[^\r\n]*(?:\r\n|\n|\r|$)", text)
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line))
-    if cues is None:
-        from mtkit.formats.subtitles import read_vtt
-        cues = read_vtt(text, "x")
-    inside = [any(c.span[0] <= s < c.span[1] or (c.span[0] == s and c.span[1] > s) for c in cues) for s in starts]
-    return [line if not inside[k] else "<text>" + line[len(line.rstrip("\r\n")):]
-            for k, line in enumerate(lines)]
+    ending, and the line ending of each line of cue text: what must come back byte for byte."""
+    cues = (read_vtt if text.startswith("WEBVTT") else read_srt)(text, "x")
+    out, at = [], 0
+    for line in re.findall(r"[^\r\n]*(?:\r\n|\n|\r)|[^\r\n]+$", text):
+        inside = any(start <= at < end for start, end in (c.span for c in cues))
+        out.append("<text>" + line[len(line.rstrip("\r\n")):] if inside else line)
+        at += len(line)
+    return out
 
 
 def test_srt_cue_text_is_translated_and_every_other_byte_stays():
@@ -106,15 +102,15 @@ def test_srt_cue_text_is_translated_and_every_other_byte_stays():
     assert '<font color="#ff0000">SEA</font>' in parsed[1].content
     assert parsed[2].content == "- WHO ARE YOU?\n- <b>NOBODY.</b>"  # srt reads CRLF as LF
     assert parsed[3].content == "♪ ♪" and parsed[4].content == "GOOD NIGHT."
-    assert result.summary == "movie.srt: 4 of 4 cues translated (1 sentences across cues), 0 left as they were"
+    assert result.summary == ("movie.srt: 4 of 4 cues translated (1 sentences across cues), 0 left as "
+                              "they were")
 
 
 def test_a_sentence_across_cues_is_one_string_split_back_by_length_into_the_same_lines():
     calls: list[str] = []
     reverse = lambda lines: [" ".join(reversed(s.split(" "))) for s in lines]  # noqa: E731
     out = translate_srt(SRT.encode(), "m.srt", job(reverse, calls)).data.decode()
-    joined = '{\\an8}<i>When I was young,</i> my father told me that the <font color="#ff0000">sea</font> is wide.'
-    assert calls[0] == joined.replace('{\\an8}', "").replace('<font color="#ff0000">', "<font>")
+    assert calls[0] == "<i>When I was young,</i> my father told me that the <font>sea</font> is wide."
     cues = list(srt.parse(out))
     words = [re.sub(r"<[^>]*>|\{[^}]*\}", "", c.content).split() for c in cues[:2]]
     assert all(words) and sum(map(len, words)) == 13  # every word, each cue some
@@ -255,6 +251,42 @@ def test_random_srt_through_a_hostile_model_loses_nothing_and_keeps_every_timing
         assert re.search(r"\w", re.sub(r"<[^>]*>", "", b.content))  # no cue left without words
         assert b.content.count("\n") <= a.content.count("\n")
     assert len(result.left) <= len(before)
+
+
+def as_vtt(text: str, seed: int) -> str:
+    """The SubRip file ``text`` written as WebVTT: a header, timings with dots, identifiers or none."""
+    rng = random.Random(seed)
+    newline = "\r\n" if "\r\n" in text else "\n"
+    text = re.sub(r"(\d\d:\d\d:\d\d),(\d{3})", r"\1.\2", text)
+    text = re.sub(r"(?m)^(\d+)(\r?)$", lambda m: f"cue-{m[1]}{m[2]}" if rng.random() < 0.5
+                  else "NOTE x" + m[2], text)
+    text = text.replace("NOTE x" + newline, "")
+    return f"WEBVTT{newline}{newline}NOTE kept{newline}{newline}" + text
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(srt_files(), st.integers(0, 10_000))
+def test_random_webvtt_through_a_hostile_model_keeps_identifiers_timings_and_tags(text, seed):
+    source = as_vtt(text, seed)
+    out = translate_vtt(source.encode(), "r.vtt", job(hostile(seed))).data.decode()
+    assert skeleton(out) == skeleton(source)
+    before, after = webvtt.from_string(source), webvtt.from_string(out)
+    assert [(c.identifier, c.start, c.end) for c in after] == [(c.identifier, c.start, c.end) for c in before]
+    for a, b in zip(before, after, strict=True):
+        tags = lambda s: sorted(re.findall(r"<[^>]*>|\{\\[^}]*\}", s))  # noqa: E731
+        assert tags(b.raw_text) == tags(a.raw_text) and re.search(r"\w", re.sub(r"<[^>]*>", "", b.raw_text))
+
+
+def test_a_split_follows_the_lengths_of_the_source_cues_and_lines_are_balanced():
+    from mtkit.formats.subtitle_text import balanced, split_by_length
+
+    text = "aa bb cc dd ee ff gg hh ii jj"
+    assert split_by_length(text, [1, 3]) == ["aa bb cc", "dd ee ff gg hh ii jj"]  # 8 of 29: nearest 1/4
+    assert split_by_length(text, [3, 1]) == ["aa bb cc dd ee ff gg hh", "ii jj"]
+    assert split_by_length(text, [1, 1, 1]) == ["aa bb cc dd", "ee ff gg", "hh ii jj"]
+    assert split_by_length("<i>aa bb cc</i> dd", [3, 1]) == ["<i>aa bb cc</i>", "dd"]  # never inside a tag
+    assert split_by_length("<i>aa bb</i>", [1, 1]) is None  # no cue may be left without a word
+    assert balanced("one two three four five six", 2) == ["one two three", "four five six"]
 
 
 # --- the CLI ---------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import re
 
 from mtkit.errors import DataError
 from mtkit.formats.documents import DocumentJob, DocumentResult
+from mtkit.formats.syntaxes import GENERIC
 
 _LINE = re.compile(r"([^\r\n]*)(\r\n|\n|\r|$)")
 _WORDY = re.compile(r"[^\W\d_]")
@@ -38,7 +39,8 @@ def decode_text(data: bytes, name: str) -> tuple[str, str, bytes]:
 
 def translate_text(data: bytes, name: str, job: DocumentJob) -> DocumentResult:
     """``data`` (the bytes of ``name``) with each line that has words translated (see the module
-    docstring); a line whose translation would break a placeholder stays as it was and is reported."""
+    docstring); a line whose translation would break a placeholder, or has no words, stays as it was
+    and is reported."""
     text, codec, bom = decode_text(data, name)
     lines = [(m[1], m[2]) for m in _LINE.finditer(text) if m[0] or m.start() < len(text)]
     wanted = [n for n, (line, _) in enumerate(lines) if _WORDY.search(line)]
@@ -48,6 +50,8 @@ def translate_text(data: bytes, name: str, job: DocumentJob) -> DocumentResult:
     for n, outcome in zip(wanted, outcomes, strict=True):
         if outcome.text is None:
             left.append(f"{name}:{n + 1}: left as it was: {outcome.problem}")
+        elif not _WORDY.search(GENERIC.sub("", outcome.text)):
+            left.append(f"{name}:{n + 1}: left as it was: the translation has no words: {outcome.text!r}")
         else:
             out[n] = outcome.text.replace("\r", " ").replace("\n", " ")
     written = "".join(line + end for line, (_, end) in zip(out, lines, strict=True))

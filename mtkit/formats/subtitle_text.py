@@ -169,9 +169,12 @@ def _pieces(text: str) -> tuple[str, list[tuple[str, str, str]], str]:
     return "".join(prefix), tokens, "".join(suffix)
 
 
-def check(translation: str, tags: dict[str, Tag]) -> str:
-    """'' when ``translation`` can be written back with ``tags`` (each label once, nested, each pair
-    that had words still with some, timestamps in order), else why not."""
+def check(source: str, translation: str, tags: dict[str, Tag]) -> str:
+    """'' when ``translation`` of ``source`` can be written back with ``tags`` (words where the source
+    had some, each label once, nested, each pair that had words still with some, timestamps in
+    order), else why not."""
+    if has_words(source) and not has_words(translation):
+        return f"the translation has no words: {translation!r}"
     stack: list[tuple[str, int]] = []
     used: Counter[str] = Counter()
     stamps = []

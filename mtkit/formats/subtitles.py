@@ -260,8 +260,10 @@ def _translate(text: str, cues: list[Cue], name: str, job: DocumentJob, escape: 
         retry = []
         for unit, outcome in zip(pending, outcomes, strict=True):
             tags = unit.labelled.tags
-            problem = outcome.problem if outcome.text is None else cue_text.check(outcome.text, tags)
-            parts = None if problem else _parts(unit, outcome.text or "", cues, escape)
+            translation = " ".join((outcome.text or "").split())  # one space between words: no empty line
+            problem = outcome.problem if outcome.text is None else cue_text.check(unit.labelled.string,
+                                                                                  translation, tags)
+            parts = None if problem else _parts(unit, translation, cues, escape)
             if parts is None and len(unit.cues) > 1 and attempt == 0:
                 retry += [_Unit([k], None, cue_text.labelled([cues[k].text])) for k in unit.cues]
                 continue
@@ -270,7 +272,7 @@ def _translate(text: str, cues: list[Cue], name: str, job: DocumentJob, escape: 
                 report.left.append(f"{name}:{cues[unit.cues[0]].line + (unit.line or 0)}: left as it was: "
                                    f"{problem or 'its translation cannot be split back over its cues'}")
                 continue
-            if outcome.text == unit.labelled.string:
+            if translation == unit.labelled.string:
                 continue  # the same text: the cues as they were
             report.joined += len(unit.cues) > 1
             for k, part in zip(unit.cues, parts, strict=True):

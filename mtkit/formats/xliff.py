@@ -236,7 +236,7 @@ class _Document:
                 outcome = next(outcomes)
                 text = outcome.text
                 problem = problem or (outcome.problem if text is None
-                                      else subtitle_text.check(text, labelled.tags))
+                                      else subtitle_text.check(labelled.string, text, labelled.tags))
                 if not problem and _NOT_XML.search(text or ""):
                     problem = f"the translation has a character XML does not allow: {text!r}"
                 parts.append("" if problem else subtitle_text.written(text or "", labelled.tags, True))

@@ -39,6 +39,8 @@ _LABEL = re.compile(r"<(/?)([A-Za-z][\w.-]*)(/?)>")
 _XML_ENTITY = re.compile(r"&(?:amp|lt|gt|quot|apos|#\d+|#[xX][0-9A-Fa-f]+);")
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\r]")
 _QNAME = re.compile(r"</?([^\s/>]+)")
+#: a run's language and spelling marks: no formatting, so runs that differ only in them are one
+_MARKS = re.compile(r'<w:lang\b[^>]*/>|<w:noProof\s*/>|\s(?:lang|altLang|dirty|err|noProof)="[^"]*"')
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,11 @@ class _Key:
     run: _Run | None
 
     def label_key(self) -> tuple[tuple[str, ...], str, bool]:
-        return tuple(w.head for w in self.chain), self.run.props if self.run else "", self.run is None
+        """What tells formatting apart: the wrappers and the run's properties, less its language and
+        spelling marks (set to the target when written) and rsid-like bookkeeping."""
+        props = _MARKS.sub("", self.run.props) if self.run else ""
+        props = re.sub(r"^<(\w+:)?rPr\s*(?:/>|>\s*</(\w+:)?rPr>)$", "", props)
+        return tuple(w.head for w in self.chain), props, self.run is None
 
 
 @dataclass
@@ -170,9 +176,9 @@ class Part:
         self._collect(node, _Key((), None), items)
         if self.dialect.kind == "word":
             items = self._fields(items)
-        texts = [i for i, item in enumerate(items) if isinstance(item, _Text) and _has_words(item.text)]
-        if not texts:
+        if not any(isinstance(item, _Text) and _has_words(item.text) for item in items):
             return None
+        texts = [i for i, item in enumerate(items) if isinstance(item, _Text) and item.text.strip()]
         first, last = texts[0], texts[-1]
         start, end = self.tokens[node.start].end, self.tokens[node.end].start  # type: ignore[index]
         paragraph = _Paragraph(start, end, items[:first], items[first:last + 1], items[last + 1:])
@@ -391,7 +397,7 @@ def _label(paragraph: _Paragraph) -> None:
             keys.setdefault(item.key.label_key(), item.key)
             if not item.key.chain:
                 chars[item.key.label_key()] += len(item.text.strip())
-    base = max(chars, key=lambda k: chars[k]) if chars else None
+    base = max(chars, key=lambda k: (chars[k], -len(k[1]))) if chars else None  # a tie: the plainer
     paragraph.base = keys[base] if base is not None else None
     names = {k: _name(key) for k, key in keys.items() if k != base}
     counts = Counter(names.values())

@@ -31,8 +31,10 @@ from pathlib import Path
 STORED_NAME = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
                          r"\.[A-Za-z0-9._-]+")
 
-#: documents translated at once (each mostly waits on its model's batcher, which batches them together)
-DOCUMENT_WORKERS = 16
+#: documents translated at once; the others wait their turn. Each sends a chunk of its strings at a
+#: time to its model's batcher, which batches them together: a few fill a batch, and a few chunks queued
+#: ahead of a request keep its wait within the server's --timeout
+DOCUMENT_WORKERS = 4
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from mtkit.serve.bodies import HTTPError
 from mtkit.serve.context import Server
 from mtkit.serve.models import Route, ServedModel, sentences_of
 from mtkit.serve.replies import Done
+from mtkit.serve.route_search import RouteSearch
 
 #: what a file's reader may raise on a file that is not of its format, where its module does not turn it
 #: into a DataError: answered 400, as bad input, never 500
@@ -120,31 +121,10 @@ async def translate_each(server: Server, routes: list[Route | None], texts: list
     return done
 
 
-def route_search(server: Server, route: Route) -> tuple[TranslateFn, ConstrainedFn | None]:
-    """The two search functions formats.placeholders takes (plain, and constrained where the last
-    leg's engine has it), for a worker thread: each sends its lines as one job on the model's batcher
-    with every candidate of the beam, and waits for it at most ``timeout`` seconds. Through a pivot,
-    each line's first-leg best is what the last leg translates."""
-    def searcher(model: ServedModel, glossary: bool = True) -> TranslateFn:
-        def search(lines: list[str], constraints: list[list[str]] | None = None) -> list[list[str]]:
-            wide = Settings(model.default_beam, model.default_beam, glossary=glossary)  # all candidates
-            future = model.batcher.submit(lines, wide, constraints)
-            try:
-                results = future.result(server.settings.timeout)
-            except concurrent.futures.TimeoutError:
-                future.cancel()
-                raise
-            server.metrics.sentences(model.name, len(lines))
-            return [[h.text for h in t.hypotheses] or [""] for t in results]
-        return search
-
-    legs = [searcher(m, n == len(route.legs) - 1) for n, m in enumerate(route.legs)]
-
-    def search(lines: list[str], constraints: list[list[str]] | None = None) -> list[list[str]]:
-        for leg in legs[:-1]:
-            lines = [found[0] for found in leg(lines)]
-        return legs[-1](lines, constraints)
-
+def search_pair(server: Server, route: Route) -> tuple[TranslateFn, ConstrainedFn | None]:
+    """The plain and the constrained search of ``route`` (mtkit.serve.route_search), for a worker
+    thread; no constrained one where the last leg's engine has none."""
+    search = RouteSearch(server, route)
     return search, (search if route.legs[-1].translator.can_constrain else None)
 
 
@@ -155,7 +135,7 @@ async def translate_pages(server: Server, routes: list[Route | None], texts: lis
     def page(route: Route | None, text: str) -> str:
         if route is None:
             return text
-        return translate_html_text(text, "q", route.target, *route_search(server, route))
+        return translate_html_text(text, "q", route.target, *search_pair(server, route))
 
     try:
         return await asyncio.to_thread(lambda: [page(r, t) for r, t in zip(routes, texts, strict=True)])
@@ -190,7 +170,7 @@ async def translate_file(server: Server, route: Route | None, data: bytes, name:
     if route is None:
         return DocumentResult(data, [], f"{name}: already in the target language")
     assert server.files is not None
-    work = partial(translate_document, data, name, fmt, route.target, *route_search(server, route))
+    work = partial(translate_document, data, name, fmt, route.target, *search_pair(server, route))
     loop = asyncio.get_running_loop()
     try:
         return await loop.run_in_executor(server.files.workers, work)

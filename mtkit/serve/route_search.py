@@ -1,0 +1,77 @@
+"""A route of `mtkit serve` (one model, or two through the pivot) as the search function the formats
+take (mtkit.formats.placeholders), for documents and pages translated in a worker thread: the same
+function `mtkit translate` makes of a Translator (mtkit.decode.formats_adapter), but each search sent
+to the models' batchers, so that a document's sentences are batched with every other request's.
+
+It offers what the offline function offers, so that a file comes back as `mtkit translate` writes it:
+every candidate of the beam, the constrained search where the last leg's engine has one, and the
+model's ``can_write`` and ``aligned`` where the offline function has them (``aligned`` on a direct
+route only: through a pivot the last leg's attention is on the pivot text, not the source).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from typing import Any
+
+from mtkit.decode.formats_adapter import search_functions
+from mtkit.serve.batcher import Settings
+from mtkit.serve.context import Server
+from mtkit.serve.models import Route, ServedModel
+
+#: lines of a document or page sent to the batcher as one job: a long document is not one job past
+#: the queue's capacity or the --timeout, and the documents translated at once take turns (jobs of
+#: several fill a batch together)
+SEARCH_CHUNK = 128
+
+
+class RouteSearch:
+    """``search(lines, constraints=None)``: each line's candidates along the route (see the module's
+    docstring). Each job waits at most the server's ``timeout`` (concurrent.futures.TimeoutError);
+    a full queue raises QueueFull."""
+
+    def __init__(self, server: Server, route: Route):
+        self.server, self.route = server, route
+        offline: Any = search_functions(route.legs[-1].translator)[0]
+        if hasattr(offline, "can_write"):
+            self.can_write = offline.can_write  # the vocabulary's answer: no search, no batcher
+        if len(route.legs) == 1 and hasattr(offline, "aligned"):
+            self.aligned = self._aligned
+
+    def __call__(self, lines: list[str], constraints: list[list[str]] | None = None) -> list[list[str]]:
+        legs = self.route.legs
+        for model in legs[:-1]:  # through the pivot: the first leg's best, without the glossary
+            first = Settings(model.default_beam, model.default_beam, glossary=False)
+            lines = [t.hypotheses[0].text if t.hypotheses else "" for t in self._run(model, lines, first)]
+        last = legs[-1]
+        wide = Settings(last.default_beam, last.default_beam)  # every candidate of the beam
+        return [[h.text for h in t.hypotheses] or [""] for t in self._run(last, lines, wide, constraints)]
+
+    def _aligned(self, lines: list[str]) -> list[tuple[str, list[tuple[int, int]] | None]]:
+        """Each line's best translation with its word alignment, from the attention (as offline)."""
+        from mtkit.decode.formats_adapter import word_links  # type: ignore[attr-defined]
+
+        model = self.route.legs[0]
+        out: list[tuple[str, list[tuple[int, int]] | None]] = []
+        for line, t in zip(lines, self._run(model, lines, Settings(model.default_beam, 1, attention=True)),
+                           strict=True):
+            best = t.hypotheses[0] if t.hypotheses else None
+            out.append(("", None) if best is None else (best.text, word_links(
+                line, t.source_tokens, best.text, best.tokens, best.alignment or [])))
+        return out
+
+    def _run(self, model: ServedModel, lines: list[str], settings: Settings,
+             constraints: list[list[str]] | None = None) -> list[Any]:
+        """The lines' translations by ``model``'s batcher, `SEARCH_CHUNK` lines a job."""
+        out: list[Any] = []
+        for at in range(0, len(lines), SEARCH_CHUNK):
+            part = lines[at:at + SEARCH_CHUNK]
+            future = model.batcher.submit(part, settings, None if constraints is None
+                                          else constraints[at:at + SEARCH_CHUNK])
+            try:
+                out += future.result(self.server.settings.timeout)
+            except concurrent.futures.TimeoutError:
+                future.cancel()
+                raise
+            self.server.metrics.sentences(model.name, len(part))
+        return out

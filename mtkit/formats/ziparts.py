@@ -198,13 +198,17 @@ def open_package(data: bytes, name: str, what: str, required: str) -> Package:
         kind = ("an XML or HTML file" if start.startswith(b"<") else "a PDF" if start.startswith(b"%PDF")
                 else "an OLE2 (old Office binary) file" if start.startswith(b"\xd0\xcf\x11\xe0")
                 else "no zip archive")
-        raise DataError(f"{name}: not a {what}: it is {kind}")
+        raise DataError(f"{name}: not {_article(what)} {what}: it is {kind}")
     package = Package(data, name, what)
     if required not in package.names:
         found = package_kind(package)
-        raise DataError(f"{name}: not a {what}: it has no {required}"
+        raise DataError(f"{name}: not {_article(what)} {what}: it has no {required}"
                         + (f" (it is {found})" if found else ""))
     return package
+
+
+def _article(what: str) -> str:
+    return "an" if what[:1] in "AEIOU" else "a"
 
 
 def package_kind(package: Package) -> str:

@@ -137,11 +137,12 @@ class Package:
         """The archive with the parts in ``changed`` replaced, each in its own compression method, and
         every other entry byte for byte; ``first_stored``: an entry written first and uncompressed
         (EPUB's ``mimetype``), rewritten only where the input had it otherwise."""
-        order = sorted(self.entries, key=lambda e: e.start)
+        order, listed = sorted(self.entries, key=lambda e: e.start), self.entries
         if first_stored is not None:
             head = next(e for e in order if e.name == first_stored)
-            if order[0] is not head or head.method != _STORED:
+            if order[0] is not head or listed[0] is not head or head.method != _STORED:
                 order = [head] + [e for e in order if e is not head]
+                listed = [head] + [e for e in listed if e is not head]
                 changed = {**changed, first_stored: changed.get(first_stored, self.read(first_stored))}
         body, offsets, new_fields = io.BytesIO(), {}, {}
         for entry in order:
@@ -153,7 +154,7 @@ class Package:
             else:
                 body.write(self.data[entry.start:entry.end])
         directory = io.BytesIO()
-        for entry in self.entries:
+        for entry in listed:
             directory.write(_central(entry, offsets[entry.name], new_fields.get(entry.name)))
         end_record = bytearray(self.data[self.data.rfind(_END_SIG):])
         struct.pack_into("<2L", end_record, 12, directory.tell(), body.tell())

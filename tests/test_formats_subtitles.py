@@ -235,7 +235,7 @@ def hostile(seed: int):
     return model
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(srt_files(), st.booleans(), st.integers(0, 10_000))
 def test_random_srt_through_a_hostile_model_loses_nothing_and_keeps_every_timing(text, bom, seed):
     data = (b"\xef\xbb\xbf" if bom else b"") + text.encode()
@@ -250,7 +250,7 @@ def test_random_srt_through_a_hostile_model_loses_nothing_and_keeps_every_timing
         assert tags(b.content) == tags(a.content)  # every tag once, none invented
         assert re.search(r"\w", re.sub(r"<[^>]*>", "", b.content))  # no cue left without words
         assert b.content.count("\n") <= a.content.count("\n")
-    assert len(result.left) <= len(before)
+    assert len(result.left) <= sum(c.content.count("\n") + 1 for c in before)  # one per cue or dialogue line
 
 
 def as_vtt(text: str, seed: int) -> str:

@@ -2,8 +2,9 @@
 translated, with its placeholders kept (formats/placeholders.py); empty lines, the whitespace at each
 line's ends, line endings (LF, CRLF or CR, each line its own) and the BOM as they were.
 
-UTF-8 (with or without a BOM) and UTF-16 with a BOM are read and written back the same; other bytes
-are refused naming the first line that does not decode: a text file does not say its charset.
+UTF-8 (with or without a BOM) and UTF-16 or UTF-32 with a BOM are read and written back the same;
+other bytes are refused naming the first line that does not decode: a text file does not say its
+charset.
 `mtkit translate` keeps its own line-by-line path for text (streaming, --resume, shards).
 """
 
@@ -18,11 +19,12 @@ from mtkit.formats.syntaxes import GENERIC
 
 _LINE = re.compile(r"([^\r\n]*)(\r\n|\n|\r|$)")
 _WORDY = re.compile(r"[^\W\d_]")
-_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
+         (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
 
 
 def decode_text(data: bytes, name: str) -> tuple[str, str, bytes]:
-    """The text of ``data``, its codec and its BOM (b"" for none): UTF-8, or UTF-16 with a BOM."""
+    """The text of ``data``, its codec and its BOM (b"" for none): UTF-8, or UTF-16/32 with a BOM."""
     codec, bom = "utf-8", b""
     for mark, found in _BOMS:
         if data.startswith(mark):

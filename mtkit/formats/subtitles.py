@@ -10,9 +10,10 @@ a word; each cue's text is broken into as many lines as it had, as even as they 
 lines each start a speaker (``- Who?`` / ``- Me.``, or ``<v Ann>``) has each line translated apart.
 Styling tags come back with the text they hold (formats/subtitle_text.py).
 
-Encoding: UTF-8 (with or without a BOM) or UTF-16 with a BOM, written back the same; WebVTT is UTF-8
-by definition. An SRT file in another charset is refused naming its first undecodable line: the file
-cannot say which charset it is in, and a guess would be silently wrong text.
+Encoding: UTF-8 (with or without a BOM) or UTF-16 or UTF-32 with a BOM, written back the same;
+WebVTT is UTF-8 by definition. An SRT file in another charset is refused naming its first
+undecodable line: the file cannot say which charset it is in, and a guess would be silently wrong
+text.
 
 Refused in one line naming the file and line: a timing line that does not parse, a cue without a
 timing, a WebVTT file that does not start with ``WEBVTT``.
@@ -29,14 +30,17 @@ from mtkit.formats import subtitle_text as cue_text
 from mtkit.formats.documents import DocumentJob, DocumentResult
 
 _LINE = re.compile(r"[^\r\n]*(\r\n|\n|\r|$)")
-_SRT_TIME = r"(\d+):(\d{1,2}):(\d{1,2})(?:[,.](\d{1,3}))?"
+#: timings as players read them (the srt library too): a dot or colon before the milliseconds, unpadded
+#: numbers; the bytes are never rewritten, so reading leniently changes nothing in the file
+_SRT_TIME = r"(\d+):(\d{1,2}):(\d{1,2})(?:[,.:](\d{1,3}))?"
 _SRT_TIMING = re.compile(rf"\s*{_SRT_TIME}\s*-[ -]?>\s*{_SRT_TIME}(?:\s.*)?")
-_VTT_TIME = r"(?:(\d+):)?(\d{2}):(\d{2})\.(\d{3})"
+_VTT_TIME = r"(?:(\d+):)?(\d{1,2}):(\d{1,2})\.(\d{1,3})"
 _VTT_TIMING = re.compile(rf"{_VTT_TIME}[ \t]+-->[ \t]+{_VTT_TIME}(?:[ \t].*)?")
 _VTT_BLOCKS = re.compile(r"(?:NOTE|STYLE|REGION)(?:[ \t]|$)")
 #: cues that run on as one sentence: at most this many, each starting at most this long after the last
 _MAX_JOINED, _MAX_GAP = 4, 2.0
-_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
+         (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
 
 
 @dataclass

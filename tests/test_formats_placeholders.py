@@ -259,3 +259,74 @@ def test_an_accelerator_inside_a_capitalised_word_is_one_and_a_name_is_not(text,
     german = {"Exit": "Beenden", "Open file": "Datei öffnen", "Properties": "Eigenschaften"}
     out = translate_strings([text], lambda ls: [german.get(s, s).upper() for s in ls], accelerators="_&~")
     assert out[0].text == expected
+
+
+# ------------------------------------------------------------ masking first, placing by the alignment
+class _Vocabulary:
+    """A target vocabulary that knows some characters: any other is the unknown subword."""
+
+    def __init__(self, characters: str):
+        self.characters = characters
+
+    def encode_ids(self, lines):
+        return [[5 if ch in self.characters else 1 for ch in line] for line in lines]
+
+
+class _Model:
+    """A stand-in Translator: ``answers[line]`` (else the line upper-cased, markup and digits dropped),
+    with its subwords (one per word) and, asked for attention, ``links`` as its subword alignment."""
+
+    can_constrain, nbest = False, 1
+    decoding = type("Decoding", (), {"beam_size": 1})()
+
+    def __init__(self, characters: str, answers=None, links=None):
+        self.tgt_bpe, self.answers, self.links, self.seen = _Vocabulary(characters), answers or {}, links, []
+
+    def translate_chunk(self, lines, start=0, need_attention=False, name="", constraints=None):
+        from mtkit.decode.translation import Candidate, Translation
+
+        self.seen.append(list(lines))
+        out = []
+        for line in lines:
+            text = self.answers.get(line, re.sub(r"[%<>/{}$0-9]|\b[sdb]\b", "", line).upper())
+            pieces = ["\u2581" + w for w in text.split()]
+            links = self.links if need_attention else None
+            out.append(Translation(0, line, ["\u2581" + w for w in line.split()],
+                                   [Candidate(" ".join(text.split()), 0.0, 0.0, pieces, [], links)]))
+        return out
+
+
+def test_what_the_vocabulary_cannot_write_is_masked_at_once_and_what_it_can_is_not():
+    from mtkit.decode.formats_adapter import search_functions
+
+    copies = {"Open 901 now": "Öffne 901 jetzt", "Open %s now": "Öffne %s jetzt"}
+    without = _Model("abcdefghijklmnopqrstuvwxyzO0123456789 ", copies)
+    out = translate_strings(["Open %s now"], *search_functions(without))
+    assert without.seen == [["Open 901 now"]]  # one translation, masked from the start
+    assert (out[0].text, out[0].rescued) == ("Öffne %s jetzt", "sentinels")
+    able = _Model("abcdefghijklmnopqrstuvwxyzO%0123456789 ", copies)
+    out = translate_strings(["Open %s now"], *search_functions(able))
+    assert able.seen == [["Open %s now"]] and (out[0].text, out[0].rescued) == ("Öffne %s jetzt", "")
+    always = _Model("abcdefghijklmnopqrstuvwxyzO%0123456789 ", copies)
+    translate_strings(["Open %s now"], *search_functions(always), masking="always")
+    assert always.seen == [["Open 901 now"]]
+
+
+def test_a_tag_the_model_drops_is_placed_by_the_word_alignment_not_by_position():
+    from mtkit.decode.formats_adapter import search_functions
+
+    # "Click Save now" → "Jetzt klicken Sie auf Speichern": Click–klicken, Save–Speichern, now–Jetzt
+    answers = {"Click Save now": "Jetzt klicken Sie auf Speichern"}
+    model = _Model("abcdefghijklmnopqrstuvwxyzCS ", answers, links=[(0, 1), (1, 4), (2, 0)])
+    out = translate_strings(["Click <b>Save</b> now"], *search_functions(model))
+    assert model.seen[0] == ["Click 901 Save 902 now"] and model.seen[1] == ["Click Save now"]
+    assert (out[0].text, out[0].rescued) == ("Jetzt klicken Sie auf <b>Speichern</b>", "alignment")
+    # without an alignment (a plain function), the relative position puts it elsewhere
+    out = translate_strings(["Click <b>Save</b> now"],
+                            lambda lines: [answers.get(s, re.sub(r"[<>/0-9]|\bb\b", "", s)) for s in lines])
+    assert (out[0].text, out[0].rescued) == ("Jetzt klicken <b>Sie</b> auf Speichern", "position")
+    # a placeholder goes before the word aligned with the word after it; at the end, after the last's
+    answers = {"Delete files in": "In Dateien löschen"}
+    model = _Model("abcdefghijklmnopqrstuvwxyzDIö ", answers, links=[(0, 2), (1, 1), (2, 0)])
+    out = translate_strings(["Delete {n} files in {dir}"], *search_functions(model))
+    assert (out[0].text, out[0].rescued) == ("In {dir} {n} Dateien löschen", "alignment")

@@ -1,9 +1,20 @@
-"""How many strings with placeholders a model translates, with and without sentinels and position
-(mtkit/formats/masking.py): the deb-en-de test lines holding a printf directive, brace or dollar
-placeholder, tag or entity, translated with `--placeholders` as it is (rescue on) and as it was
-(rescue off: left untranslated where the model, and the constrained retry, break a placeholder), plus
-the plain translation; for each: lines translated (not given back as their source), lines keeping every
-placeholder, chrF and BLEU against the references. In one process, on one model, so like for like.
+"""How many strings with placeholders a model translates, and how well, along each path of
+`translate_strings` (mtkit/formats/placeholders.py, masking.py): the deb-en-de test lines holding a
+printf directive, brace or dollar placeholder, tag or entity, translated
+
+- plain (no protection: the model's own best);
+- ``--placeholders`` without the rescue (masking never, rescue off: left untranslated where the
+  model, and the constrained retry, break a placeholder) — the cost reference;
+- ``--placeholders`` as it was before masking first (masking never, rescue on: plain, constrained,
+  sentinels, alignment or position);
+- masking what the model's vocabulary cannot write (the default);
+- masking always;
+
+and for each: lines translated (not given back as their source), lines keeping every placeholder,
+chrF and BLEU against the references, seconds, and how the lines were kept. The paths run in one
+process on one model, alternated ``--repeat`` times (the best time of each kept), so the times are like
+for like on a shared machine. ``--hyps DIR`` writes each path's output, for a paired bootstrap with
+`mtkit score`.
 
     python bench/studies/placeholder_rescue.py --model /tmp/nm/model --data ../shared/data/deb-en-de
 """
@@ -23,12 +34,21 @@ from mtkit.decode.translator import Translator  # noqa: E402
 from mtkit.formats.placeholders import kept, placeholders, translate_strings  # noqa: E402
 from mtkit.options import LoadOptions, SearchOptions  # noqa: E402
 
+#: path → (masking, rescue); None: the plain translation
+PATHS = {"plain": None, "placeholders, rescue off": ("never", False),
+         "placeholders, masking never (rescue after)": ("never", True),
+         "placeholders, mask unwritable": ("unwritable", True),
+         "placeholders, mask always": ("always", True)}
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True)
     parser.add_argument("--data", default=str(ROOT.parent / "shared/data/deb-en-de"))
     parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--engine", default="auto")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--hyps", help="a directory for each path's output and the references")
     parser.add_argument("--json", help="where to write the figures")
     args = parser.parse_args()
     import sacrebleu
@@ -38,30 +58,44 @@ def main() -> None:
     chosen = [n for n, line in enumerate(src) if placeholders(line)]
     lines, refs = [src[n] for n in chosen], [ref[n] for n in chosen]
     search = SearchOptions(overrides=[f"decoding.beam_size={args.beam}"])
-    translator = Translator(args.model, LoadOptions(device="cpu"), search)
+    translator = Translator(args.model, LoadOptions(device="cpu", engine=args.engine), search)
     plain_fn, constrained_fn = search_functions(translator)
-    rows = {}
-    start = time.perf_counter()
-    plain = [c[0] for c in plain_fn(lines)]
-    rows["plain"] = (plain, time.perf_counter() - start)
-    for name, rescue in (("placeholders, rescue off", False), ("placeholders (sentinels, position)", True)):
-        start = time.perf_counter()
-        outcomes = translate_strings(lines, plain_fn, constrained_fn, rescue=rescue)
-        texts = [o.text if o.text is not None else line for o, line in zip(outcomes, lines, strict=True)]
-        rows[name] = (texts, time.perf_counter() - start, outcomes)
-    result = {"lines": len(lines), "model": args.model, "beam": args.beam, "systems": {}}
-    for name, (texts, seconds, *rest) in rows.items():
+    rows: dict[str, tuple] = {}
+    best: dict[str, float] = {}
+    for _ in range(args.repeat):
+        for name, how in PATHS.items():
+            start = time.perf_counter()
+            if how is None:
+                texts, outcomes = [c[0] for c in plain_fn(lines)], None
+            else:
+                outcomes = translate_strings(lines, plain_fn, constrained_fn, rescue=how[1], masking=how[0])
+                texts = [o.text if o.text is not None else s for o, s in zip(outcomes, lines, strict=True)]
+            best[name] = min(best.get(name, float("inf")), time.perf_counter() - start)
+            rows[name] = (texts, outcomes)
+    result = {"lines": len(lines), "model": args.model, "beam": args.beam, "engine": translator.engine,
+              "repeat": args.repeat, "systems": {}}
+    reference = best["placeholders, rescue off"]
+    if args.hyps:
+        Path(args.hyps).mkdir(parents=True, exist_ok=True)
+        (Path(args.hyps) / "ref.de").write_text("\n".join(refs) + "\n", encoding="utf-8")
+        (Path(args.hyps) / "src.en").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for n, (name, (texts, outcomes)) in enumerate(rows.items()):
         translated = sum(t != s for t, s in zip(texts, lines, strict=True))
         keeping = sum(not kept(s, t) for t, s in zip(texts, lines, strict=True) if t != s)
         entry = {"translated": translated, "translated_keeping_all": keeping,
                  "chrf": round(sacrebleu.corpus_chrf(texts, [refs]).score, 2),
-                 "bleu": round(sacrebleu.corpus_bleu(texts, [refs]).score, 2), "seconds": round(seconds, 1)}
-        if rest:
-            entry["by"] = {how: sum(o.rescued == how for o in rest[0]) for how in ("sentinels", "position")}
-            entry["constrained"] = sum(o.constrained for o in rest[0])
+                 "bleu": round(sacrebleu.corpus_bleu(texts, [refs]).score, 2),
+                 "seconds": round(best[name], 2), "cost": round(best[name] / reference, 2)}
+        if outcomes is not None:
+            entry["by"] = {how: sum(o.rescued == how for o in outcomes)
+                           for how in ("sentinels", "alignment", "position")}
+            entry["constrained"] = sum(o.constrained for o in outcomes)
         result["systems"][name] = entry
-        print(f"{name:40s} translated {translated}/{len(lines)}, keeping every placeholder {keeping}, "
-              f"chrF {entry['chrf']}, BLEU {entry['bleu']}, {entry['seconds']} s {entry.get('by', '')}")
+        if args.hyps:
+            (Path(args.hyps) / f"{n}.de").write_text("\n".join(texts) + "\n", encoding="utf-8")
+        print(f"{name:44s} translated {translated}/{len(lines)}, keeping all {keeping}, "
+              f"chrF {entry['chrf']}, BLEU {entry['bleu']}, {entry['seconds']} s ({entry['cost']}x) "
+              f"{entry.get('by', '')}")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
 

@@ -84,6 +84,13 @@ class DataConfig:
         "place of BOS (no source token added). Measured: docs/multilingual.md.",
         when={"corpora": Not([])}
     )
+    markup_augmentation: float = _f(
+        0.0, "Share of the training pairs that `prepare` gives a placeholder (%s, %d, %1$s, %(name)s, "
+        "{name}, ${NAME}) or an inline tag pair (<b>…</b>, <a href=\"…\">…</a>) on both sides at aligned "
+        "places (a word copied from source to target, or the sentence's edges), drawn with "
+        "training.seed, so that the model learns to carry markup (docs/formats.md); pairs that hold "
+        "markup already are left as they are. 0 disables.", 0, 1, when={"corpora": ([],)}
+    )
 
 
 @dataclass

@@ -37,6 +37,7 @@ from mtkit import __version__
 from mtkit.config.experiment import CONFIG_FILE, BpeConfig, Config, DataConfig, save_config
 from mtkit.data.bpe import Bpe, train_bpe
 from mtkit.data.corpora import bpe_sample, languages, split_tags, tag, write_tagged
+from mtkit.data.markup_augment import write_augmented
 from mtkit.data.meta import META_FILE, DataMeta, read_meta, write_meta
 from mtkit.data.shards import ShardWriter, token_dtype
 from mtkit.data.split_stats import SplitStats, print_summary, progress_display
@@ -85,6 +86,15 @@ def prepare(cfg: Config, force: bool = False, console: Console | None = None) ->
     fp = fingerprint(cfg, splits)
     if not force and is_up_to_date(Path(cfg.data.dir), fp):
         return _up_to_date(console, Path(cfg.data.dir))
+    if cfg.data.markup_augmentation > 0:  # BPE and the shards read the training pairs with markup added
+        for s in splits:
+            s.lines = check_pair(s)  # the user's files are checked (and named) before they are rewritten
+        Path(cfg.data.dir).parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".augmented-", dir=Path(cfg.data.dir).parent) as tmp:
+            src, tgt = write_augmented(splits[0].src, splits[0].tgt, Path(tmp), cfg.data.markup_augmentation,
+                                       cfg.training.seed)
+            train = SplitInput("train", str(src), str(tgt))
+            return _prepare(cfg, [train, *splits[1:]], fp, force, console, {})
     return _prepare(cfg, splits, fp, force, console, {})
 
 
@@ -239,6 +249,10 @@ def fingerprint(cfg: Config, splits: list[SplitInput]) -> str:
         data["draws"] = "per epoch"
     if data["language_tag"] == "source":  # the default: a data dir prepared before the key stays valid
         del data["language_tag"]
+    if not data["markup_augmentation"]:  # the same
+        del data["markup_augmentation"]
+    else:  # the augmentation's draws
+        data["markup_seed"] = cfg.training.seed
     files = [_file_id(p) for s in splits for p in (s.src, s.tgt)]
     models = [_file_id(m) for m in _given_models(cfg)]
     return _digest({"version": PREPARE_VERSION, "data": data, "bpe": dataclasses.asdict(cfg.bpe),

@@ -6,11 +6,17 @@ saw a ``%``, ``<`` or ``{``), either engine, the server and a pivot.
    …): every model writes numbers, and copies them. ``Click <b>Save</b> now`` is translated as ``Click
    901 Save 902 now``; where the translation holds each number exactly once, the placeholders go back in
    their places, glued to the words they were glued to (no space is left where the source had none).
-2. **Position.** Where the numbers did not come back (dropped, doubled, rewritten as words), the string
-   is translated without its placeholders, and each is put back at the same relative place among the
-   words (a diagonal alignment: the k-th of n source words goes with word k·m/n of m in the
-   translation), in the source's order, so printf's ordered directives stay in order and tags stay
-   nested.
+2. **Alignment, else position.** Where the numbers did not come back (dropped, doubled, rewritten as
+   words), the string is translated without its placeholders, and each is put back next to the target
+   word that the model's attention aligns with its neighbouring source word (``project_aligned``): a
+   tag pair around the target words aligned with the words it enclosed; a closing tag, or a
+   placeholder glued to the word before it, after the word it followed; anything else before the word
+   it preceded (``%d files``: the count goes with its noun, wherever the noun went), after the word
+   it followed at a sentence's end. Where the search gives no alignment, or the aligned placement
+   breaks the check (printf's order, nesting), each goes back at the same relative place among the
+   words (``project``: a diagonal alignment, the k-th of n source words goes with word k·m/n of m in
+   the translation), in the source's order, so printf's ordered directives stay in order and tags
+   stay nested.
 
 The caller (formats/placeholders.py) checks what comes back exactly as it checks a plain translation,
 and uses it only where the check passes.
@@ -85,26 +91,91 @@ def unmask(translation: str, pairs: list[tuple[str, _Slot]]) -> str | None:
     return out
 
 
-def stripped(core: str, find: Finder) -> tuple[str, list[tuple[float, _Slot]]]:
-    """``core`` without its placeholders, and each placeholder's relative place among its words."""
+@dataclass
+class Placed:
+    """A placeholder taken out of a string translated without it: the slot, and how many of the
+    string's ``total`` words come before it."""
+
+    slot: _Slot
+    before: int
+    total: int
+
+    @property
+    def relative(self) -> float:
+        return self.before / self.total if self.total else 1.0
+
+
+def stripped(core: str, find: Finder) -> tuple[str, list[Placed]]:
+    """``core`` without its placeholders, and where each placeholder stood among its words."""
     texts, slots = _slots(core, find)
-    words_before, placed, count = [], [], 0
+    words_before, count = [], 0
     for text in texts[:-1]:
         count += len(text.split())
         words_before.append(count)
     total = count + len(texts[-1].split())
-    for before, slot in zip(words_before, slots, strict=True):
-        placed.append((before / total if total else 1.0, slot))
+    placed = [Placed(slot, before, total) for before, slot in zip(words_before, slots, strict=True)]
     return re.sub(r"\s+", " ", "".join(texts)).strip(), placed
 
 
-def project(translation: str, placed: list[tuple[float, _Slot]]) -> str:
+def project(translation: str, placed: list[Placed]) -> str:
     """The placeholders put into ``translation`` at their relative places (see the module docstring),
     glued to a neighbouring word where they were glued in the source."""
     words = translation.split()
+    return _joined(words, [(int(p.relative * len(words) + 0.5), 0) for p in placed], placed)  # half up
+
+
+#: an opening and a closing tag, with their name
+_OPEN = re.compile(r"<([A-Za-z][\w:.-]*)(?:\s[^>]*)?>$")
+_CLOSE = re.compile(r"</([A-Za-z][\w:.-]*)\s*>$")
+
+
+def project_aligned(translation: str, placed: list[Placed], links: list[tuple[int, int]]) -> str | None:
+    """The placeholders put into ``translation`` by the word alignment ``links`` ((source word, target
+    word) pairs, the source without its placeholders), as the module docstring says; None where a
+    placeholder's neighbours are aligned with no word (then ``project`` places them)."""
+    words = translation.split()
+    targets: dict[int, list[int]] = {}
+    for i, j in links:
+        if 0 <= j < len(words):
+            targets.setdefault(i, []).append(j)
+    gaps: list[tuple[int, int] | None] = [None] * len(placed)  # (gap, 0: after its word, 1: before)
+    for a, b in _tag_pairs(placed):  # a pair around the words aligned with those it enclosed
+        inside = [j for i in range(placed[a].before, placed[b].before) for j in targets.get(i, [])]
+        if inside:
+            gaps[a], gaps[b] = (min(inside), 1), (max(inside) + 1, 0)
+    for n, p in enumerate(placed):
+        if gaps[n] is not None:
+            continue
+        previous = targets.get(p.before - 1) if p.before > 0 else None
+        following = targets.get(p.before) if p.before < p.total else None
+        with_previous = _CLOSE.match(p.slot.text) or (p.slot.glue_left and not p.slot.glue_right)
+        if previous and (with_previous or not following):
+            gaps[n] = (max(previous) + 1, 0)
+        elif following:
+            gaps[n] = (min(following), 1)
+        else:
+            return None
+    return _joined(words, [g for g in gaps if g is not None], placed)
+
+
+def _tag_pairs(placed: list[Placed]) -> list[tuple[int, int]]:
+    """(opening, closing) indices of the tag pairs among ``placed``, matched by nesting."""
+    pairs, stack = [], []
+    for n, p in enumerate(placed):
+        if (m := _OPEN.match(p.slot.text)) and not p.slot.text.endswith("/>"):
+            stack.append((m[1], n))
+        elif (m := _CLOSE.match(p.slot.text)) and stack and stack[-1][0] == m[1]:
+            pairs.append((stack.pop()[1], n))
+    return pairs
+
+
+def _joined(words: list[str], gaps: list[tuple[int, int]], placed: list[Placed]) -> str:
+    """``words`` with each placeholder in its gap (0: before the first word, len(words): after the
+    last; in one gap, those that follow the word before ahead of those that precede the word after,
+    else in the source's order), glued where the source had them glued."""
     at: dict[int, list[_Slot]] = {}
-    for relative, slot in placed:
-        at.setdefault(int(relative * len(words) + 0.5), []).append(slot)  # half up
+    for (gap, _), p in sorted(zip(gaps, placed, strict=True), key=lambda x: x[0]):
+        at.setdefault(min(max(gap, 0), len(words)), []).append(p.slot)
     pieces: list[tuple[str, bool, bool]] = []  # text, glued to what is before, to what is after
     for k in range(len(words) + 1):
         pieces += [(slot.text, slot.glue_left, slot.glue_right) for slot in at.get(k, [])]
@@ -119,25 +190,48 @@ def project(translation: str, placed: list[tuple[float, _Slot]]) -> str:
     return out
 
 
+#: per line, its best translation and the word alignment of it to the line ((source word, target
+#: word) pairs), as the search's attention gives it
+AlignedFn = Callable[[list[str]], Sequence[tuple[str, list[tuple[int, int]]]]]
+
+
+def masked_candidates(candidates: str | Sequence[str], pairs: list[tuple[str, _Slot]]) -> list[str]:
+    """The candidates of a masked string with their sentinels back as placeholders (those that
+    have each exactly once), best first."""
+    found = [unmask(c, pairs) for c in ([candidates] if isinstance(candidates, str) else candidates)]
+    return [text for text in found if text is not None]
+
+
 def rescue(cores: Sequence[str], finders: Sequence[Finder], translate: Callable[[list[str]], Sequence],
-           check: Callable[[int, str], bool]) -> list[tuple[str, str] | None]:
-    """Per core, a translation made by sentinels or else by position and how ("sentinels",
-    "position"), where ``check(k, text)`` accepts it; None where neither gives one."""
-    masked = [sentinels(c, f) for c, f in zip(cores, finders, strict=True)]
-    found = translate([m for m, _ in masked]) if cores else []
+           check: Callable[[int, str], bool], aligned: AlignedFn | None = None,
+           masked_already: Sequence[bool] | None = None) -> list[tuple[str, str] | None]:
+    """Per core, a translation made by sentinels, else by alignment or position, and how
+    ("sentinels", "alignment", "position"), where ``check(k, text)`` accepts it; None where none gives
+    one. ``aligned``: the search with its word alignments (None: position only); ``masked_already``:
+    the cores whose sentinels were tried already (their first translation), which go straight on."""
+    masked_already = masked_already or [False] * len(cores)
     out: list[tuple[str, str] | None] = [None] * len(cores)
-    for k, ((_, pairs), candidates) in enumerate(zip(masked, found, strict=True)):
-        for candidate in [candidates] if isinstance(candidates, str) else candidates:
-            text = unmask(candidate, pairs)
-            if text is not None and check(k, text):
-                out[k] = (text, "sentinels")
-                break
+    first = [k for k in range(len(cores)) if not masked_already[k]]
+    masked = [sentinels(cores[k], finders[k]) for k in first]
+    found = translate([m for m, _ in masked]) if first else []
+    for k, (_, pairs), candidates in zip(first, masked, found, strict=True):
+        text = next((t for t in masked_candidates(candidates, pairs) if check(k, t)), None)
+        if text is not None:
+            out[k] = (text, "sentinels")
     left = [k for k in range(len(cores)) if out[k] is None]
     plain = [stripped(cores[k], finders[k]) for k in left]
-    again = translate([p for p, _ in plain]) if left else []
-    for k, (_, placed), candidates in zip(left, plain, again, strict=True):
-        best = candidates if isinstance(candidates, str) else (list(candidates) or [""])[0]
-        text = project(best, placed)
-        if best.strip() and check(k, text):
+    lines = [p for p, _ in plain]
+    if aligned is not None and left:
+        again = list(aligned(lines))
+    else:
+        again = [(c if isinstance(c, str) else (list(c) or [""])[0], None)
+                 for c in (translate(lines) if left else [])]
+    for k, (_, placed), (best, links) in zip(left, plain, again, strict=True):
+        if not best.strip():
+            continue
+        by_alignment = project_aligned(best, placed, links) if links is not None else None
+        if by_alignment is not None and check(k, by_alignment):
+            out[k] = (by_alignment, "alignment")
+        elif check(k, text := project(best, placed)):
             out[k] = (text, "position")
     return out

@@ -13,16 +13,26 @@ How, so that a written translation keeps every one of them by construction:
    and tabs (each line is translated apart and the breaks put back as they were), the accelerator
    mark (put back before the first letter of the translation, the same letter where it has one), and
    a piece made only of placeholders and punctuation (kept as it is).
-2. The rest is translated as it stands; a translation is kept when it holds the source's placeholders
-   exactly, as a multiset (they may move with the target's word order), and the non-positional printf
-   directives in the source's order (their arguments come in that order). Where the search gives
-   several candidates (the beam's finished hypotheses, best first), the first that keeps them is taken.
+2. The rest is translated once: as it stands, or, where its placeholders are ones the model cannot
+   write (``masking``: "unwritable", the default, asks the translate function's ``can_write``, which
+   `mtkit.decode.formats_adapter` answers from the model's target vocabulary; "always" masks every
+   string with placeholders; "never" none), with them as numbered sentinels (formats/masking.py). A
+   translation is kept when it holds the source's placeholders exactly, as a multiset (they may move
+   with the target's word order), and the non-positional printf directives in the source's order
+   (their arguments come in that order). Where the search gives several candidates (the beam's
+   finished hypotheses, best first), the first that keeps them is taken.
 3. A piece whose translation lost, added or changed one is translated again with its placeholders as
    hard constraints (the glossary's constrained search; torch engine only) and checked again.
 4. A piece still broken is translated with its placeholders out of the model's reach: as numbered
-   sentinels, else without them and put back by position (formats/masking.py), and checked again. A
-   string with a piece still broken is left untranslated (None), with the reason, for the caller to
-   report.
+   sentinels (unless step 2 tried them), else without them and put back by the word alignment where
+   the translate function gives one (its ``aligned``), else by position (formats/masking.py), and
+   checked again. A string with a piece still broken is left untranslated (None), with the reason, for
+   the caller to report.
+
+A translate function is a plain function of lines; one that knows its model may say more, as
+attributes (``ModelSearch``): ``can_write(text)``, whether the model's vocabulary can write ``text``,
+and ``aligned(lines)``, each line's best translation with its word alignment. Without them, nothing
+is masked before the model has tried, and the placement is by position.
 """
 
 from __future__ import annotations
@@ -30,7 +40,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from mtkit.errors import DataError
 from mtkit.formats import icu, masking
@@ -55,6 +65,19 @@ _WORDY = re.compile(r"[^\W\d_]", re.U)  # a letter: a piece with none needs no t
 TranslateFn = Callable[[list[str]], Sequence["str | list[str]"]]
 #: the same with, per line, the strings its translation must contain
 ConstrainedFn = Callable[[list[str], list[list[str]]], Sequence["str | list[str]"]]
+#: which strings are translated with their placeholders as sentinels at once (see the module docstring)
+Masking = Literal["unwritable", "always", "never"]
+
+
+class ModelSearch(Protocol):
+    """A translate function that also says what its model can write and where its words went (what
+    `mtkit.decode.formats_adapter.search_functions` makes of a Translator)."""
+
+    def __call__(self, lines: list[str]) -> Sequence[str | list[str]]: ...
+
+    def can_write(self, text: str) -> bool: ...
+
+    def aligned(self, lines: list[str]) -> Sequence[tuple[str, list[tuple[int, int]]]]: ...
 
 
 @dataclass
@@ -141,23 +164,25 @@ class Outcome:
     text: str | None
     problem: str = ""
     constrained: bool = False  # kept only after the constrained retry
-    rescued: str = ""  # kept only by "sentinels" or by "position" (formats/masking.py)
+    rescued: str = ""  # kept by "sentinels", "alignment" or "position" (formats/masking.py)
 
 
 def translate_strings(strings: Sequence[str], translate: TranslateFn,
                       constrained: ConstrainedFn | None = None, accelerators: str = "",
-                      syntaxes: Sequence[Syntax] | None = None, rescue: bool = True) -> list[Outcome]:
+                      syntaxes: Sequence[Syntax] | None = None, rescue: bool = True,
+                      masking: Masking = "unwritable") -> list[Outcome]:
     """Translations of ``strings`` with every placeholder kept, or None with the reason (see the module
     docstring). ``constrained`` (None where the engine has none) retries the broken pieces;
     ``accelerators``: the marks that may stand before an accelerator key (e.g. "_&~" for catalogs);
     ``syntaxes``: each string's placeholders (``syntax_for`` its entry's flags; the generic set where
     None); ``rescue``: whether a piece still broken after the constrained retry is translated by
-    sentinels or position (step 4; off, it is left: what the model does alone). ICU complex arguments
+    sentinels, alignment or position (step 4; off, it is left: what the model does alone);
+    ``masking``: which strings go to the model with sentinels at once (step 2). ICU complex arguments
     are translated branch by branch (formats/icu.py)."""
     syntaxes = list(syntaxes) if syntaxes is not None else [GENERIC] * len(strings)
     outers, icu_args, branch_outcomes = _icu_branches(strings, translate, constrained, accelerators, syntaxes,
-                                                      rescue)
-    outcomes = _translate_plain(outers, translate, constrained, accelerators, syntaxes, rescue)
+                                                      rescue, masking)
+    outcomes = _translate_plain(outers, translate, constrained, accelerators, syntaxes, rescue, masking)
     for i, (args, marks) in icu_args.items():
         outcome = outcomes[i]
         broken = next((o for o in branch_outcomes[i] if o.text is None), None)
@@ -179,7 +204,7 @@ _IcuArgs = tuple[list[icu.ComplexArg], list[str]]
 
 
 def _icu_branches(strings: Sequence[str], translate: TranslateFn, constrained: ConstrainedFn | None,
-                  accelerators: str, syntaxes: list[Syntax], rescue: bool
+                  accelerators: str, syntaxes: list[Syntax], rescue: bool, policy: Masking
                   ) -> tuple[list[str], dict[int, _IcuArgs], dict[int, list[Outcome]]]:
     """Each string with its ICU complex arguments standing as ``{name}``; per string that had some, the
     arguments and their stand-ins; and the outcomes of their branch messages, translated as strings of
@@ -199,7 +224,7 @@ def _icu_branches(strings: Sequence[str], translate: TranslateFn, constrained: C
             syntax = _with_hash(syntaxes[i]) if arg.counts else syntaxes[i]
             branches += [(i, message, syntax) for message in arg.branches]
     done = translate_strings([m for _, m, _ in branches], translate, constrained, accelerators,
-                             [s for _, _, s in branches], rescue) if branches else []
+                             [s for _, _, s in branches], rescue, policy) if branches else []
     per: dict[int, list[Outcome]] = {i: [] for i in found}
     for (i, _, _), outcome in zip(branches, done, strict=True):
         per[i].append(outcome)
@@ -211,17 +236,52 @@ def _with_hash(syntax: Syntax) -> Syntax:
     return Syntax(re.compile(f"(?:#)|{syntax.regex.pattern}"), syntax.printf)
 
 
+def masks_first(core: str, syntax: Syntax, masking: Masking, can_write: Callable[[str], bool] | None) -> bool:
+    """Whether ``core`` goes to the model with its placeholders as sentinels at once: it has some, and
+    ``masking`` is "always", or "unwritable" and the model (``can_write``; unknown: it can) cannot
+    write one of them."""
+    found = placeholders(core, syntax)
+    if not found or masking == "never":
+        return False
+    return masking == "always" or (can_write is not None and not all(can_write(p) for p in found))
+
+
+def _first_pass(sources: list[str], syntaxes: list[Syntax], translate: TranslateFn, policy: Masking
+                ) -> tuple[list[str], list[str], list[bool]]:
+    """Each core translated once (step 2): its text, its problem ('' for none), and whether it was
+    masked."""
+    can_write = getattr(translate, "can_write", None)
+    masked = [masks_first(c, s, policy, can_write) for c, s in zip(sources, syntaxes, strict=True)]
+    pairs = {k: masking.sentinels(c, syntaxes[k].finditer) for k, c in enumerate(sources) if masked[k]}
+    lines = [pairs[k][0] if k in pairs else c for k, c in enumerate(sources)]
+    found = list(translate(lines)) if sources else []
+    plain = [k for k in range(len(sources)) if not masked[k]]
+    texts, problems = [""] * len(sources), [""] * len(sources)
+    chosen = _choose([sources[k] for k in plain], [found[k] for k in plain], [syntaxes[k] for k in plain])
+    for k, text, problem in zip(plain, *chosen, strict=True):
+        texts[k], problems[k] = text, problem
+    for k, (_, back) in pairs.items():
+        unmasked = masking.masked_candidates(found[k], back)
+        good = next((t for t in unmasked if not kept(sources[k], t, syntaxes[k])), None)
+        texts[k] = good if good is not None else (unmasked or [sources[k]])[0]
+        problems[k] = "" if good is not None else (
+            kept(sources[k], unmasked[0], syntaxes[k]) if unmasked else "its sentinels did not come back")
+    return texts, problems, masked
+
+
 def _translate_plain(strings: Sequence[str], translate: TranslateFn, constrained: ConstrainedFn | None,
-                     accelerators: str, syntaxes: list[Syntax], rescue: bool) -> list[Outcome]:
+                     accelerators: str, syntaxes: list[Syntax], rescue: bool, policy: Masking
+                     ) -> list[Outcome]:
     """``translate_strings`` for strings without ICU complex arguments."""
     parsed = [_parse(s, accelerators, syntax) for s, syntax in zip(strings, syntaxes, strict=True)]
     cores = [(i, n, piece.core) for i, p in enumerate(parsed)
              for n, piece in enumerate(p.pieces) if piece.core]
     sources = [c for _, _, c in cores]
     core_syntax = [parsed[i].syntax for i, _, _ in cores]
-    texts, problems = _choose(sources, translate(sources) if sources else [], core_syntax)
+    texts, problems, masked = _first_pass(sources, core_syntax, translate, policy)
+    rescued: dict[int, str] = {k: "sentinels" for k in range(len(cores)) if masked[k] and not problems[k]}
     retried: set[int] = set()
-    broken = [k for k, problem in enumerate(problems) if problem]
+    broken = [k for k, problem in enumerate(problems) if problem and not masked[k]]
     if broken and constrained is not None:
         redo = [k for k in broken if placeholders(cores[k][2], core_syntax[k])]
         again = _constrained(constrained, [cores[k][2] for k in redo], [core_syntax[k] for k in redo])
@@ -233,15 +293,15 @@ def _translate_plain(strings: Sequence[str], translate: TranslateFn, constrained
                 retried.add(k)
             else:
                 problems[k] += f"; with them as constraints {out!r}: {kept(cores[k][2], out, core_syntax[k])}"
-    rescued: dict[int, str] = {}  # core → how its placeholders were put back (formats/masking.py)
     lost = [k for k, problem in enumerate(problems)
             if rescue and problem and placeholders(cores[k][2], core_syntax[k])]
-    if lost:  # the model will not keep them: sentinels, then position
+    if lost:  # the model will not keep them: sentinels, then alignment or position
         def keeps(j: int, text: str) -> bool:
             return not kept(cores[lost[j]][2], text, core_syntax[lost[j]])
 
         found = masking.rescue([cores[k][2] for k in lost], [core_syntax[k].finditer for k in lost],
-                               translate, keeps)
+                               translate, keeps, getattr(translate, "aligned", None),
+                               [masked[k] for k in lost])
         for k, got in zip(lost, found, strict=True):
             if got is not None:
                 texts[k], problems[k] = got[0], ""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 import re
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -211,6 +212,12 @@ def srt_files(draw) -> str:
     return text.replace("\n", draw(st.sampled_from(("\n", "\r\n"))))
 
 
+def tags(texts) -> Counter:
+    """The tags and overrides of all ``texts`` together: a tag may move with its words to another cue
+    of the same sentence, never be lost or invented."""
+    return Counter(t for text in texts for t in re.findall(r"<[^>]*>|\{\\[^}]*\}", text))
+
+
 def hostile(seed: int):
     """A model that drops, doubles, reorders and invents tags and words."""
     rng = random.Random(seed)
@@ -235,7 +242,7 @@ def hostile(seed: int):
     return model
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(srt_files(), st.booleans(), st.integers(0, 10_000))
 def test_random_srt_through_a_hostile_model_loses_nothing_and_keeps_every_timing(text, bom, seed):
     data = (b"\xef\xbb\xbf" if bom else b"") + text.encode()
@@ -245,9 +252,8 @@ def test_random_srt_through_a_hostile_model_loses_nothing_and_keeps_every_timing
     assert skeleton(out) == skeleton(text)
     before, after = list(srt.parse(text)), list(srt.parse(out))
     assert [(c.index, c.start, c.end) for c in after] == [(c.index, c.start, c.end) for c in before]
+    assert tags(c.content for c in after) == tags(c.content for c in before)  # every tag once, none invented
     for a, b in zip(before, after, strict=True):
-        tags = lambda s: sorted(re.findall(r"<[^>]*>|\{\\[^}]*\}", s))  # noqa: E731
-        assert tags(b.content) == tags(a.content)  # every tag once, none invented
         assert re.search(r"\w", re.sub(r"<[^>]*>", "", b.content))  # no cue left without words
         assert b.content.count("\n") <= a.content.count("\n")
     assert len(result.left) <= sum(c.content.count("\n") + 1 for c in before)  # one per cue or dialogue line
@@ -264,7 +270,7 @@ def as_vtt(text: str, seed: int) -> str:
     return f"WEBVTT{newline}{newline}NOTE kept{newline}{newline}" + text
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(srt_files(), st.integers(0, 10_000))
 def test_random_webvtt_through_a_hostile_model_keeps_identifiers_timings_and_tags(text, seed):
     source = as_vtt(text, seed)
@@ -272,9 +278,8 @@ def test_random_webvtt_through_a_hostile_model_keeps_identifiers_timings_and_tag
     assert skeleton(out) == skeleton(source)
     before, after = webvtt.from_string(source), webvtt.from_string(out)
     assert [(c.identifier, c.start, c.end) for c in after] == [(c.identifier, c.start, c.end) for c in before]
-    for a, b in zip(before, after, strict=True):
-        tags = lambda s: sorted(re.findall(r"<[^>]*>|\{\\[^}]*\}", s))  # noqa: E731
-        assert tags(b.raw_text) == tags(a.raw_text) and re.search(r"\w", re.sub(r"<[^>]*>", "", b.raw_text))
+    assert tags(c.raw_text for c in after) == tags(c.raw_text for c in before)
+    assert all(re.search(r"\w", re.sub(r"<[^>]*>", "", c.raw_text)) for c in after)
 
 
 def test_a_split_follows_the_lengths_of_the_source_cues_and_lines_are_balanced():

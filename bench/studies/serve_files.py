@@ -107,6 +107,7 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=4)
     parser.add_argument("--keep-minutes", type=float, default=1.0)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--timeout", type=float, default=60.0, help="the server's --timeout")
     parser.add_argument("--work", default=str(ROOT / "bench/work/serve_files"))
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
@@ -141,7 +142,8 @@ def main() -> None:
     env = {**os.environ, "TMPDIR": str(work / "tmp"), "PYTHONUNBUFFERED": "1"}
     log = open(work / "serve.log", "w")  # noqa: SIM115
     server = subprocess.Popen([*cli, "serve", "-m", args.model, "--port", str(port), *exact,
-                               "--files-keep-minutes", str(args.keep_minutes)],
+                               "--files-keep-minutes", str(args.keep_minutes),
+                               "--timeout", str(args.timeout)],
                               stdout=log, stderr=log, env=env)
     try:
         for _ in range(600):
@@ -178,7 +180,7 @@ def main() -> None:
         log.close()
     cues_sent = args.uploads * args.cues
     result = {
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "format": suffix,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "format": suffix, "timeout": args.timeout,
         "uploads": args.uploads, "cues_per_file": args.cues, "distinct_files": args.files,
         "statuses": {str(s): statuses.count(s) for s in sorted(set(statuses))},
         "errors": sorted({where for status, _, where in done if status != 200})[:5],

@@ -20,9 +20,9 @@ from mtkit.serve.context import Server
 from mtkit.serve.models import Route, ServedModel
 
 #: lines of a document or page sent to the batcher as one job: a long document is not one job past
-#: the queue's capacity or the --timeout, and the documents translated at once take turns (jobs of
-#: several fill a batch together)
-SEARCH_CHUNK = 128
+#: the queue's capacity or the --timeout, and the documents translated at once take turns; the jobs
+#: of the documents in translation (mtkit.serve.files.DOCUMENT_WORKERS) make one batch of --max-batch
+SEARCH_CHUNK = 64
 
 
 class RouteSearch:

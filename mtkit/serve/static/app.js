@@ -1,5 +1,6 @@
 // The mtkit web page: translates with POST /v1/translate (attention on) and shows each sentence
-// shaded by confidence, alternatives, and the attention of the chosen sentence on hover.
+// shaded by confidence, alternatives, and the attention of the chosen sentence on hover; its Files
+// tab sends a document to POST /translate_file and offers the translated file's download link.
 "use strict";
 const $ = (id) => document.getElementById(id);
 const state = { models: [], translations: [], chosen: null, seq: 0, timer: null };
@@ -23,9 +24,10 @@ function setStatus(text, error = false) {
 }
 
 async function init() {
-  const [models, settings] = await Promise.all([
+  const [models, settings, languages] = await Promise.all([
     fetch("/v1/models").then((r) => r.json()),
     fetch("/frontend/settings").then((r) => r.json()),
+    fetch("/languages").then((r) => r.json()),
   ]);
   state.models = models;
   for (const [i, m] of models.entries()) {
@@ -41,6 +43,69 @@ async function init() {
   $("go").addEventListener("click", translate);
   $("pair").addEventListener("change", translate);
   $("alternatives").addEventListener("change", translate);
+  $("tab-text").addEventListener("click", () => showTab("text"));
+  $("tab-files").addEventListener("click", () => showTab("files"));
+  if (settings.filesTranslation) initFiles(settings, languages);
+}
+
+function showTab(name) {
+  for (const tab of ["text", "files"]) {
+    $(`${tab}-panel`).hidden = tab !== name;
+    $(`tab-${tab}`).classList.toggle("active", tab === name);
+    $(`tab-${tab}`).setAttribute("aria-selected", String(tab === name));
+  }
+}
+
+// The Files tab: the languages /languages lists (source "auto" too), the formats /frontend/settings
+// names; shown only where the server translates files.
+function initFiles(settings, languages) {
+  $("tab-files").hidden = false;
+  $("file-input").accept = settings.supportedFilesFormat.join(",");
+  $("file-formats").textContent = `Formats: ${settings.supportedFilesFormat.join(" ")}`;
+  $("file-source").add(new Option("detect", "auto"));
+  const targets = new Set();
+  for (const lang of languages) {
+    $("file-source").add(new Option(lang.name ? `${lang.name} (${lang.code})` : lang.code, lang.code));
+    lang.targets.forEach((t) => targets.add(t));
+  }
+  for (const code of [...targets].sort()) $("file-target").add(new Option(code, code));
+  const first = state.models[0];
+  if (first) { $("file-source").value = first.source; $("file-target").value = first.target; }
+  $("file-go").addEventListener("click", translateFile);
+}
+
+function setFileStatus(text, error = false) {
+  $("file-status").textContent = text;
+  $("file-status").className = error ? "status error" : "status";
+}
+
+async function translateFile() {
+  const file = $("file-input").files[0];
+  $("file-link").hidden = true;
+  if (!file) { setFileStatus("choose a file first", true); return; }
+  const form = new FormData();
+  form.append("file", file);
+  form.append("source", $("file-source").value);
+  form.append("target", $("file-target").value);
+  if ($("apikey").value) form.append("api_key", $("apikey").value);
+  setFileStatus(`translating ${file.name}\u2026`);
+  const started = performance.now();
+  let reply, data;
+  try {
+    reply = await fetch("/translate_file", { method: "POST", body: form });
+    data = await reply.json();
+  } catch (err) {
+    setFileStatus(`the server did not answer (${err})`, true);
+    return;
+  }
+  if (!reply.ok) { setFileStatus(data.error || `error ${reply.status}`, true); return; }
+  const link = $("file-link");
+  link.href = data.translatedFileUrl;
+  link.download = file.name;
+  link.textContent = `Download ${file.name}`;
+  link.hidden = false;
+  const detected = data.detectedLanguage ? `, detected ${data.detectedLanguage.language}` : "";
+  setFileStatus(`translated in ${Math.round(performance.now() - started)} ms${detected}`);
 }
 
 async function translate() {

@@ -24,7 +24,7 @@ from openpyxl.cell.rich_text import CellRichText, TextBlock
 from openpyxl.cell.text import InlineFont
 
 sys.path.insert(0, str(Path(__file__).parent))
-from document_checks import counts, entries, paragraph_shapes, untouched, upper  # noqa: E402
+from document_checks import counts, entries, hostile, paragraph_shapes, untouched, upper  # noqa: E402
 
 from mtkit.errors import DataError  # noqa: E402
 from mtkit.formats.documents import DocumentJob  # noqa: E402
@@ -209,27 +209,6 @@ def paragraphs(draw) -> str:
         if draw(st.integers(0, 3)) == 0:
             parts.append(draw(st.sampled_from(MARKS)))
     return "<w:p>" + "".join(parts) + "</w:p>"
-
-
-def hostile(seed: int):
-    """A model that drops, repeats, reorders and invents tags and reverses the words."""
-    import random
-
-    rng = random.Random(seed)
-
-    def model(lines):
-        out = []
-        for line in lines:
-            tokens = re.findall(r"<[^>]+>|[^<\s]+|\s+", line)
-            rng.shuffle(tokens) if rng.random() < 0.3 else None
-            tokens = [t for t in tokens if not (t.startswith("<") and rng.random() < 0.2)]
-            if rng.random() < 0.2:
-                invented = rng.choice(["<x9/>", "<b>", "</i>", "<a2>", "<q/>"])
-                tokens.insert(rng.randint(0, len(tokens)), invented)
-            out.append("".join(tokens[::-1] if rng.random() < 0.5 else tokens))
-        return out
-
-    return model
 
 
 def letters(text: str) -> list[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import re
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -215,3 +216,19 @@ def test_what_is_no_odt_is_refused_in_one_line(data, why):
     with pytest.raises(DataError, match=why) as caught:
         translate_odt(data(), "x.odt", job())
     assert str(caught.value).startswith("x.odt") and "\n" not in str(caught.value)
+
+
+def test_entities_of_the_source_stay_references_never_resolved_and_the_models_text_is_escaped():
+    content = ('<?xml version="1.0"?>\n<!DOCTYPE c [<!ENTITY ext SYSTEM "/etc/hostname">]>\n'
+               '<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+               'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"><office:body><office:text>'
+               '<text:p>Name: &ext; &amp; more</text:p></office:text></office:body>'
+               '</office:document-content>')
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("mimetype", "application/vnd.oasis.opendocument.text")
+        z.writestr("content.xml", content)
+    model = lambda lines: [line + " & <3" for line in upper(lines)]  # noqa: E731
+    result = translate_odt(buf.getvalue(), "e.odt", job(model))
+    out = dict(entries(result.data))["content.xml"].decode()
+    assert "<text:p>NAME: &ext; &amp; MORE &amp; &lt;3</text:p>" in out

@@ -6,9 +6,10 @@ each with its formatting (a run's properties, ``<w:rPr>``, and the elements arou
 tracked insertion, an ODF ``<text:span>``), of breaks (tabs, line breaks) and of things that are no
 text (a field, a drawing, a bookmark, a note). The model gets one string per paragraph:
 
-- the text of the formatting that covers the most of the paragraph bare, every other formatting a tag
-  of its own (``<b>``, ``<i>``, ``<u>``, ``<a>`` for a link, ``<span>``; numbered where a name comes
-  more than once: ``<b1>``, ``<b2>``), adjacent runs of one formatting merged into one tag;
+- the text of the formatting that covers the most of the paragraph (a link's never) bare, every other
+  formatting a tag of its own (``<b>``, ``<i>``, ``<u>``, ``<a>`` for a link, ``<span>``; numbered
+  where a name comes more than once: ``<b1>``, ``<b2>``), adjacent runs of one formatting (language
+  and spelling marks aside) merged into one tag;
 - each stretch of things that are no text as one self-closing tag (``<x1/>``), written back as it was,
   once; those before the first text and after the last stay outside the string, in place;
 - tabs and line breaks as ``\\t`` and ``\\n`` (translated apart and put back by formats/placeholders);
@@ -25,6 +26,7 @@ an ODF note) is translated too, and written inside it.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, insort
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +39,7 @@ from mtkit.formats.placeholders import Outcome
 StringsFn = Callable[[list[str]], list[Outcome]]
 _LABEL = re.compile(r"<(/?)([A-Za-z][\w.-]*)(/?)>")
 _XML_ENTITY = re.compile(r"&(?:amp|lt|gt|quot|apos|#\d+|#[xX][0-9A-Fa-f]+);")
+_ANY_ENTITY = re.compile(r"&(?:[A-Za-z_][\w.-]*|#\d+|#[xX][0-9A-Fa-f]+);")
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\r]")
 _QNAME = re.compile(r"</?([^\s/>]+)")
 #: a run's language and spelling marks: no formatting, so runs that differ only in them are one
@@ -121,6 +124,7 @@ class _Paragraph:
     prefix: list[_Item]
     middle: list[_Item]
     suffix: list[_Item]
+    depth: int = 0  # how many translated paragraphs hold it
     string: str = ""
     labels: dict[str, _Key | list[_Opaque]] = field(default_factory=dict)
     base: _Key | None = None
@@ -148,7 +152,9 @@ class Part:
         root = markup.build(self.tokens, text, True, frozenset())
         self.paragraphs: list[_Paragraph] = []
         self.text_tag = dialect.text_tag
-        self._find(root, not dialect.within)
+        self._find(root, not dialect.within, 0)
+        self._splices: dict[int, tuple[int, str]] = {}
+        self._starts: list[int] = []  # the splices' starts, in order
         self.strings = [p.string for p in self.paragraphs]
 
     def qname(self, node: Node) -> str:
@@ -159,7 +165,7 @@ class Part:
         end = self.tokens[node.start if node.end is None else node.end]
         return self.text[self.tokens[node.start].start:end.end]
 
-    def _find(self, node: Node, inside: bool) -> None:
+    def _find(self, node: Node, inside: bool, depth: int) -> None:
         for child in node.children:
             if not isinstance(child, Node):
                 continue
@@ -168,8 +174,11 @@ class Part:
             if here and name in self.dialect.paragraphs and child.end is not None:
                 paragraph = self._paragraph(child)
                 if paragraph is not None:
+                    paragraph.depth = depth
                     self.paragraphs.append(paragraph)
-            self._find(child, here)
+                    self._find(child, here, depth + 1)
+                    continue
+            self._find(child, here, depth)
 
     def _paragraph(self, node: Node) -> _Paragraph | None:
         items: list[_Item] = []
@@ -267,8 +276,7 @@ class Part:
     def finish(self, outcomes: Sequence[Outcome], tgt_lang: str) -> tuple[str, PartReport]:
         """The part with each translated paragraph written back (see the module docstring)."""
         report = PartReport(runs=len(self.paragraphs))
-        self._splices: dict[int, tuple[int, str]] = {}
-        order = sorted(range(len(self.paragraphs)), key=lambda i: -self._depth(i))
+        order = sorted(range(len(self.paragraphs)), key=lambda i: -self.paragraphs[i].depth)
         for i in order:
             paragraph, outcome = self.paragraphs[i], outcomes[i]
             if outcome.text is None:
@@ -280,6 +288,7 @@ class Part:
                 written, problem = self._rebuilt(paragraph, outcome.text, tgt_lang)
                 if written is not None:
                     self._splices[paragraph.start] = (paragraph.end, written)
+                    insort(self._starts, paragraph.start)
                     report.translated += 1
                     continue
             report.left.append(f"{self.name}:{self.lines(paragraph.start)}: left as it was: {problem}")
@@ -289,14 +298,10 @@ class Part:
         report.left.sort(key=lambda line: int(line[len(self.name) + 1:].split(":", 1)[0]))
         return out, report
 
-    def _depth(self, i: int) -> int:
-        p = self.paragraphs[i]
-        return sum(1 for q in self.paragraphs if q.start <= p.start and p.end <= q.end and q is not p)
-
     def render(self, start: int, end: int) -> str:
         """``text[start:end]`` with the translated paragraphs inside it written in."""
         parts, at = [], start
-        for s in sorted(k for k in self._splices if start <= k < end):
+        for s in self._starts[bisect_left(self._starts, start):bisect_left(self._starts, end)]:
             stop, new = self._splices[s]
             if s < at or stop > end:
                 continue
@@ -356,7 +361,8 @@ class Part:
                 units.append(self._unit(piece, ""))
             else:
                 key, chunk = piece
-                units.append((key.chain, _write_text(self.dialect, key.run, _for_xml(chunk), tgt_lang,
+                written = _for_xml(chunk, paragraph.string)
+                units.append((key.chain, _write_text(self.dialect, key.run, written, tgt_lang,
                                                      first and not paragraph.prefix, self.text_tag)))
                 first = False
         for item in paragraph.suffix:
@@ -395,9 +401,10 @@ def _label(paragraph: _Paragraph) -> None:
     for item in middle:
         if isinstance(item, _Text):
             keys.setdefault(item.key.label_key(), item.key)
-            if not item.key.chain:
+            if not any(w.link for w in item.key.chain):
                 chars[item.key.label_key()] += len(item.text.strip())
-    base = max(chars, key=lambda k: (chars[k], -len(k[1]))) if chars else None  # a tie: the plainer
+    # the formatting of the most text, a link's never (a tie: the plainer)
+    base = max(chars, key=lambda k: (chars[k], -len(k[0]), -len(k[1]))) if chars else None
     paragraph.base = keys[base] if base is not None else None
     names = {k: _name(key) for k, key in keys.items() if k != base}
     counts = Counter(names.values())
@@ -419,7 +426,7 @@ def _label(paragraph: _Paragraph) -> None:
         paragraph.labels[opaque_label[id(g[0])]] = g
     out: list[str] = []
     current: str | None = None
-    for n, item in enumerate(middle):
+    for item in middle:
         if isinstance(item, _Opaque):
             if id(item) in opaque_label:
                 if current:
@@ -428,8 +435,7 @@ def _label(paragraph: _Paragraph) -> None:
                 out.append(f"<{opaque_label[id(item)]}/>")
             continue
         if isinstance(item, _Break):
-            following = next((i for i in middle[n + 1:] if not isinstance(i, _Break)), None)
-            keep = isinstance(following, _Text) and label_of.get(following.key.label_key()) == current
+            keep = label_of.get(item.key.label_key()) == current  # a break inside the formatting
             if current and not keep:
                 out.append(f"</{current}>")
                 current = None
@@ -513,12 +519,15 @@ def _with_lang(d: Dialect, props: str, tgt_lang: str) -> str:
     return props
 
 
-def _for_xml(text: str) -> str:
-    """The model's text as XML character data: XML's own entities as written, any other ``&``, ``<``,
-    ``>`` escaped, characters XML does not allow left out."""
+def _for_xml(text: str, source: str) -> str:
+    """The model's text as XML character data: XML's own entities and those of the ``source`` string
+    (declared by the part's DTD) as written, any other ``&``, ``<``, ``>`` escaped, characters XML
+    does not allow left out."""
     text = _NOT_XML.sub("", text)
-    parts = re.split(f"({_XML_ENTITY.pattern})", text)
-    return "".join(p if n % 2 else p.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    known = set(_ANY_ENTITY.findall(source))
+    parts = re.split(f"({_ANY_ENTITY.pattern})", text)
+    return "".join(p if n % 2 and (_XML_ENTITY.fullmatch(p) or p in known)
+                   else p.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
                    for n, p in enumerate(parts))
 
 

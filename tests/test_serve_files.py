@@ -7,6 +7,7 @@ leave nothing on disk; API keys pay by size; --disable-files-translation; expire
 from __future__ import annotations
 
 import asyncio
+import io
 import re
 import sys
 import time
@@ -50,6 +51,24 @@ SAMPLES: dict[str, tuple[str, bytes]] = {
                         b"00:00:03.000 --> 00:00:04.000\nthe house is small .\n"),
 }
 
+XLIFF = (b'<?xml version="1.0" encoding="UTF-8"?>\n<xliff version="1.2" '
+         b'xmlns="urn:oasis:names:tc:xliff:document:1.2">\n<file source-language="en" target-language="de" '
+         b'datatype="plaintext" original="ui"><body>\n<trans-unit id="1"><source>the cat sat on the mat .'
+         b'</source></trans-unit>\n<trans-unit id="2"><source>the house is small .</source></trans-unit>\n'
+         b"</body></file>\n</xliff>\n")
+SAMPLES["xliff"] = ("ui.xlf", XLIFF)
+
+
+def word_document() -> bytes:
+    """A .docx with two paragraphs (python-docx, a test-only library: the dev extra)."""
+    docx = pytest.importorskip("docx")
+    document = docx.Document()
+    document.add_paragraph("the cat sat on the mat .")
+    document.add_paragraph("the house is ").add_run("small").bold = True
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory) -> Path:
@@ -65,7 +84,7 @@ def app_for(model: Path, keys: KeyRing | None = None, **options):
 
 @pytest.fixture(scope="module")
 def client(model):
-    with TestClient(app_for(model, files_max_size=4000, char_limit=500)) as c:
+    with TestClient(app_for(model, files_max_size=50_000, char_limit=500)) as c:
         yield c
 
 
@@ -80,10 +99,10 @@ def stored_files(client) -> list[Path]:
 
 def test_an_upload_comes_back_as_translate_document_translates_it(client, model):
     reference = offline(model)
-    formats = [f for f in SAMPLES if f in supported_formats().values()]
+    formats = [f for f in [*SAMPLES, "docx"] if f in supported_formats().values()]
     assert {"po", "html"} <= set(formats)
     for fmt in formats:
-        name, data = SAMPLES[fmt]
+        name, data = SAMPLES[fmt] if fmt != "docx" else ("report.docx", word_document())
         reply = upload(client, name, data)
         assert reply.status_code == 200, reply.text
         url = reply.json()["translatedFileUrl"]
@@ -127,11 +146,11 @@ def test_only_names_the_server_made_are_served(client, tmp_path):
 
 def test_a_file_over_the_size_limit_is_413_and_leaves_nothing(client):
     before = stored_files(client)
-    big = b"msgid \"x\"\nmsgstr \"\"\n" * 300  # 6,000 bytes against a limit of 4,000
+    big = b"msgid \"x\"\nmsgstr \"\"\n" * 2600  # 52,000 bytes against a limit of 50,000
     reply = upload(client, "big.po", big)
     assert reply.status_code == 413
-    assert reply.json()["error"] == "the file is over the limit of 4,000 bytes (6,000)"
-    announced = client.post("/translate_file", content=b"#" * (4000 + FORM_OVERHEAD + 1),
+    assert reply.json()["error"] == "the file is over the limit of 50,000 bytes (52,000)"
+    announced = client.post("/translate_file", content=b"#" * (50_000 + FORM_OVERHEAD + 1),
                             headers={"content-type": "multipart/form-data; boundary=b0undary"})
     assert announced.status_code == 413 and "the request announces" in announced.json()["error"]
     assert stored_files(client) == before

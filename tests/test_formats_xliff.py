@@ -119,6 +119,12 @@ def test_xliff_20_segments_get_targets_and_translated_state_with_a_machine_subst
     assert [u.target for u in store.units][:3] == ["HELLO BIG WORLD X.", "Fertig", "AGAIN Brand."]
 
 
+def test_a_second_run_over_its_own_output_changes_nothing():
+    for source in (XLIFF_12, XLIFF_20):
+        once = translate_xliff(source.encode(), "a.xlf", job()).data
+        assert translate_xliff(once, "a.xlf", job()).data == once
+
+
 def test_retranslate_rewrites_translated_targets_but_never_approved_or_final_ones():
     out = translate_xliff(XLIFF_12.encode(), "a.xlf", job(retranslate=True)).data.decode()
     assert "DONE</target>" in out and "Behalten" in out

@@ -154,14 +154,13 @@ async def translate_file_route(request: Request, server: ServerDep) -> Response:
                              f"(supported: {', '.join(supported_formats())})")
     fmt = document_format(safe_name(name), "auto")
     source, target = upload.fields["source"], upload.fields["target"]
-    loop = asyncio.get_running_loop()
     guess = None
     route: Route | None
     try:
         if source == "auto":
             if target not in server.models.known_languages():
                 raise LookupError(f"{target} is not supported")
-            text = await loop.run_in_executor(store.workers, document_text, upload.data, name, fmt)
+            text = await asyncio.to_thread(document_text, upload.data, name, fmt)
             (ranked,) = await identify(server, [text])
             guess, route = server.models.route_detected(ranked, target)
         else:
@@ -173,7 +172,7 @@ async def translate_file_route(request: Request, server: ServerDep) -> Response:
     except UNREADABLE as exc:
         raise HTTPError(400, f"Invalid request: {name} cannot be read as {fmt}: {exc}") from None
     result = await translate_file(server, route, upload.data, name, fmt)
-    stored = await loop.run_in_executor(store.workers, store.save, name, fmt, result.data)
+    stored = await asyncio.to_thread(store.save, name, fmt, result.data)  # not behind the documents
     reply: dict[str, object] = {"translatedFileUrl": str(request.url_for("download_file", name=stored))}
     if guess is not None:
         reply["detectedLanguage"] = detected(guess)

@@ -135,12 +135,15 @@ def test_webvtt_keeps_header_blocks_identifiers_settings_and_timestamps():
     assert "<00:02.000>" in captions[0].raw_text and captions[1].raw_text == "TOM &amp; JERRY ARE HERE."
 
 
-def test_text_the_model_writes_is_escaped_in_webvtt_but_not_in_srt():
+def test_text_the_model_writes_is_escaped_in_webvtt_and_never_makes_a_timing_line_in_srt():
     model = lambda lines: ["A < B & C --> D" for _ in lines]  # noqa: E731
     vtt = translate_vtt(b"WEBVTT\n\n00:01.000 --> 00:02.000\nx y z\n", "t.vtt", job(model)).data
     assert vtt.endswith(b"A &lt; B &amp; C --&gt; D\n")
     srt_out = translate_srt(b"1\n00:00:01,000 --> 00:00:02,000\nx y z\n", "t.srt", job(model)).data
     assert srt_out.endswith(b"A < B & C --> D\n")
+    timing = lambda lines: ["00:00:05,000 --> 00:00:06,000 Hallo" for _ in lines]  # noqa: E731
+    result = translate_srt(b"1\n00:00:01,000 --> 00:00:02,000\nhello\n", "t.srt", job(timing))
+    assert result.data.endswith(b"\nhello\n") and "would read as a timing line" in result.left[0]
 
 
 def test_a_translation_that_breaks_a_tag_leaves_its_cue_as_it_was_and_says_where():

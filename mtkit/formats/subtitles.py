@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from mtkit.errors import DataError
 from mtkit.formats import subtitle_text as cue_text
 from mtkit.formats.documents import DocumentJob, DocumentResult
+from mtkit.formats.placeholders import Outcome
 
 _LINE = re.compile(r"[^\r\n]*(\r\n|\n|\r|$)")
 #: timings as players read them (the srt library too): a dot or colon before the milliseconds, unpadded
@@ -253,7 +254,12 @@ def _continues(before: Cue, cue: Cue, joined: int) -> bool:
             and cue_text.labelled([cue.text]).segments[0].prefix.strip() == "")
 
 
+#: per cue of a unit, its new lines
+_CueLines = list[list[str]]
+
+
 def _translate(text: str, cues: list[Cue], name: str, job: DocumentJob, escape: bool) -> tuple[str, Report]:
+    """``text`` with the text of its ``cues`` translated (``escape``: WebVTT's escaping), and the report."""
     units = _units(cues)
     report = Report(cues=len({k for unit in units for k in unit.cues}))
     new_lines: dict[int, list[str]] = {}  # a cue's new lines
@@ -263,28 +269,18 @@ def _translate(text: str, cues: list[Cue], name: str, job: DocumentJob, escape: 
         outcomes = job.strings([u.labelled.string for u in pending]) if pending else []
         retry = []
         for unit, outcome in zip(pending, outcomes, strict=True):
-            tags = unit.labelled.tags
-            translation = " ".join((outcome.text or "").split())  # one space between words: no empty line
-            problem = outcome.problem if outcome.text is None else cue_text.check(unit.labelled.string,
-                                                                                  translation, tags)
-            parts = None if problem else _parts(unit, translation, cues, escape)
-            if parts is None and len(unit.cues) > 1 and attempt == 0:
+            parts, problem = _parts(unit, outcome, cues, escape)
+            if problem and len(unit.cues) > 1 and attempt == 0:
                 retry += [_Unit([k], None, cue_text.labelled([cues[k].text])) for k in unit.cues]
-                continue
-            if parts is None:
+            elif problem:
                 failed.update(unit.cues)
-                report.left.append(f"{name}:{cues[unit.cues[0]].line + (unit.line or 0)}: left as it was: "
-                                   f"{problem or 'its translation cannot be split back over its cues'}")
-                continue
-            if translation == unit.labelled.string:
-                continue  # the same text: the cues as they were
-            report.joined += len(unit.cues) > 1
-            for k, part in zip(unit.cues, parts, strict=True):
-                lines = new_lines.setdefault(k, list(cues[k].lines))
-                if unit.line is None:
-                    lines[:] = part
-                else:
-                    lines[unit.line] = part[0]
+                line = cues[unit.cues[0]].line + (unit.line or 0)
+                report.left.append(f"{name}:{line}: left as it was: {problem}")
+            elif parts is not None:  # None: the same text, the cues as they were
+                report.joined += len(unit.cues) > 1
+                for k, part in zip(unit.cues, parts, strict=True):
+                    lines = new_lines.setdefault(k, list(cues[k].lines))
+                    lines[slice(None) if unit.line is None else slice(unit.line, unit.line + 1)] = part
         pending = retry
     report.translated = report.cues - len(failed)
     splices = [(cues[k].span, cues[k].newline.join(lines)) for k, lines in new_lines.items()]
@@ -295,14 +291,21 @@ def _translate(text: str, cues: list[Cue], name: str, job: DocumentJob, escape: 
     return "".join(out) + text[at:], report
 
 
-def _parts(unit: _Unit, translation: str, cues: list[Cue], escape: bool) -> list[list[str]] | None:
-    """Per cue of ``unit``, its new lines for ``translation`` (a sentence across cues split back by
-    the lengths of their source texts), None where it cannot be split so."""
+def _parts(unit: _Unit, outcome: Outcome, cues: list[Cue], escape: bool) -> tuple[_CueLines | None, str]:
+    """Per cue of ``unit``, its new lines for the translation ``outcome`` (a sentence across cues split
+    back by the lengths of their source texts; None for a translation equal to its source), or why it
+    cannot be written."""
+    if outcome.text is None:
+        return None, outcome.problem
+    translation = " ".join(outcome.text.split())  # one space between words: never an empty line
+    problem = cue_text.check(unit.labelled.string, translation, unit.labelled.tags)
+    if problem or translation == unit.labelled.string:
+        return None, problem
     segments = unit.labelled.segments
     weights = [max(1, len(cue_text.visible(s.string))) for s in segments]
     pieces = cue_text.split_by_length(translation, weights)
     if pieces is None:
-        return None
+        return None, f"its translation cannot be split back over its {len(segments)} cues: {translation!r}"
     found = []
     for k, segment, piece in zip(unit.cues, segments, pieces, strict=True):
         count = 1 if unit.line is not None else len(cues[k].lines)
@@ -310,5 +313,7 @@ def _parts(unit: _Unit, translation: str, cues: list[Cue], escape: bool) -> list
                  for line in cue_text.balanced(piece, count)]
         lines[0] = segment.prefix + lines[0]
         lines[-1] += segment.suffix
+        if any(_SRT_TIMING.fullmatch(line) or _VTT_TIMING.fullmatch(line) for line in lines):
+            return None, f"a line of its translation would read as a timing line: {translation!r}"
         found.append(lines)
-    return found
+    return found, ""

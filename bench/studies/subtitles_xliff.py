@@ -4,6 +4,7 @@ changes; no text is lost; malformed files are refused in one line.
 
     python bench/studies/subtitles_xliff.py fetch    # sources -> bench/work/subtitles_xliff (manifest.json)
     python bench/studies/subtitles_xliff.py check    # fake models, no trained model needed
+    python bench/studies/subtitles_xliff.py speed    # the document path alone on the largest files
 
 `fetch` takes the test files of three subtitle libraries' source distributions from PyPI (pip
 download: pysrt, srt, webvtt-py; SubRip in UTF-8, UTF-16/32 with BOMs, windows-1252, gb2312, files
@@ -269,7 +270,30 @@ def report(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def speed() -> None:
+    """The document path alone, without a model (an upper-casing stand-in): CPU seconds for the largest
+    WebVTT file and the largest XLIFF catalog, three rounds."""
+    import time
+
+    from mtkit.formats.documents import DocumentJob
+    from mtkit.formats.subtitles import translate_vtt
+    from mtkit.formats.xliff import translate_xliff
+
+    files = sorted((WORK / "files").rglob("*.*"), key=lambda p: p.stat().st_size)
+    vtt = [p for p in files if p.suffix == ".vtt"][-1]
+    xlf = [p for p in files if p.suffix == ".xlf"][-1]
+    upper = lambda lines: [line.upper() for line in lines]  # noqa: E731
+    for round_ in range(3):
+        for path, translate, again in ((vtt, translate_vtt, False), (xlf, translate_xliff, True)):
+            data = path.read_bytes()
+            lang = re.search(rb'target-language="([^"]+)"', data)
+            job = DocumentJob(lang[1].decode() if lang else "de", upper, retranslate=again)
+            start = time.process_time()
+            result = translate(data, path.name, job)
+            print(f"round {round_}: {time.process_time() - start:.3f} CPU-s  {result.summary}")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("step", choices=("fetch", "check"))
-    {"fetch": fetch, "check": check}[parser.parse_args().step]()
+    parser.add_argument("step", choices=("fetch", "check", "speed"))
+    {"fetch": fetch, "check": check, "speed": speed}[parser.parse_args().step]()

@@ -10,7 +10,8 @@ or end of a cue (with a speaker's dash) stay where they are and never reach the 
 
 A translation is written back only when it keeps every label once (formats/placeholders.py checked
 that), nests them as the source did, leaves words in each tag that had some and keeps the timestamps
-in their order; else the cue stays as it was.
+in their order; else the cue stays as it was. XLIFF's inline codes are labelled the same way
+(formats/xliff_inline.py) and written back by ``check`` and ``written`` here.
 """
 
 from __future__ import annotations

@@ -38,6 +38,8 @@ _FILL_1 = frozenset(("new", "needs-translation"))
 _SIGNED_1 = frozenset(("final", "signed-off"))
 _MT_1 = {"state": "needs-review-translation", "state-qualifier": "mt-suggestion"}
 _MT_2 = {"state": "translated", "subState": "mtkit:mt"}
+#: where a target's content goes in a splice (a character no XML text holds)
+CONTENT = "\x00"
 #: characters XML 1.0 does not allow (a model may write one)
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -50,7 +52,7 @@ class _Fill:
     line: int
     strings: list[subtitle_text.Labelled]
     template: list[str]  # len(strings) + 1 pieces of source around the translations
-    write: list[tuple[int, int, str]] = field(default_factory=list)  # splices, "{content}" in them
+    write: list[tuple[int, int, str]] = field(default_factory=list)  # splices, CONTENT where it goes
 
 
 @dataclass
@@ -198,14 +200,14 @@ class _Document:
         """Where the target's content goes: into the target there is, or a new one after ``after``."""
         if target is not None and target.end is not None:
             inner = (self.tokens[target.start].end, self.tokens[target.end].start)
-            fill.write.append((*inner, "{content}"))
+            fill.write.append((*inner, CONTENT))
             if attrs:
                 fill.write.append(self._attribute_splice(target, attrs))
             return
         if target is not None:  # <target/>
             tok = self.tokens[target.start]
             head = re.sub(r"\s*/>$", ">", _with_attributes(self.text[tok.start:tok.end], attrs))
-            fill.write.append((tok.start, tok.end, f"{head}{{content}}</{_qname(head)}>"))
+            fill.write.append((tok.start, tok.end, f"{head}{CONTENT}</{_qname(head)}>"))
             return
         start = self.tokens[after.start]
         name = _qname(self.text[start.start:start.end]).rsplit("source", 1)
@@ -216,7 +218,7 @@ class _Document:
         lead = newline + indent if before.rfind("\n") >= 0 and not indent.strip() else ""
         head = _with_attributes(f"<{qname}>", attrs)
         end = self.tokens[after.end if after.end is not None else after.start].end
-        fill.write.append((end, end, f"{lead}{head}{{content}}</{qname}>"))
+        fill.write.append((end, end, f"{lead}{head}{CONTENT}</{qname}>"))
 
     def _attribute_splice(self, node: Node, attrs: dict[str, str]) -> tuple[int, int, str]:
         tok = self.tokens[node.start]
@@ -246,7 +248,7 @@ class _Document:
             self.report.translated += 1
             content = fill.template[0] + "".join(p + t for p, t in zip(parts, fill.template[1:], strict=True))
             for start, end, new in fill.write:
-                self.splices[start] = (end, new.replace("{content}", content) if "{content}" in new else new)
+                self.splices[start] = (end, new.replace(CONTENT, content))
         out, at = [], 0
         for start in sorted(self.splices):
             end, new = self.splices[start]

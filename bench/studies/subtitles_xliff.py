@@ -10,7 +10,9 @@ changes; no text is lost; malformed files are refused in one line.
 download: pysrt, srt, webvtt-py; SubRip in UTF-8, UTF-16/32 with BOMs, windows-1252, gb2312, files
 meant to be invalid; WebVTT with styles, regions, notes, cue tags, YouTube's and Netflix's) and the
 XLIFF 1.2 catalogs of three Debian packages of Symfony (apt-get download: validator, form,
-security-core; 57 languages each), with their sha256 in the manifest.
+security-core; 57 languages each), with their sha256 in the manifest; and XLIFF 2.0 files written by
+translate-toolkit from the validator catalogs' English sources (no package here ships real 2.0
+files).
 
 `check` translates each file with two stand-in models, ``fake`` (words upper-cased and their order
 reversed, tags kept as they are) and ``hostile`` (on some strings drops, doubles, reorders or invents
@@ -65,10 +67,27 @@ def fetch() -> None:
                 target = files / deb.name.split("_")[0] / f"{xlf.parent.parent.parent.name}.{xlf.name}"
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(xlf.read_bytes())
+    made_xliff2(files)
     manifest = {str(p.relative_to(files)): hashlib.sha256(p.read_bytes()).hexdigest()
                 for p in sorted(files.rglob("*")) if p.is_file()}
     (WORK / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     print(f"{len(manifest)} files in {files}")
+
+
+def made_xliff2(files: Path) -> None:
+    """XLIFF 2.0 files as translate-toolkit writes them (no real ones come in a package here): the
+    English sources of the Debian validator catalogs, one 2.0 file per language, without targets."""
+    from translate.storage import xliff as ttk_xliff
+    from translate.storage import xliff2 as ttk_xliff2
+
+    made = files / "xliff2-made"
+    made.mkdir(exist_ok=True)
+    for path in sorted((files / "php-symfony-validator").glob("*.xlf")):
+        store = ttk_xliff2.Xliff2File()
+        store.setsourcelanguage("en")
+        for unit in ttk_xliff.xlifffile.parsestring(path.read_bytes()).units:
+            store.addsourceunit(unit.source).setid(unit.getid().rsplit("\x04", 1)[-1])
+        (made / path.name).write_bytes(bytes(store))
 
 
 # --- stand-in models ---------------------------------------------------------------------------------
@@ -193,13 +212,14 @@ def _without_writes(text: str) -> str:
 
 def check_xliff(path: Path, model, model_name: str, retranslate: bool) -> dict:
     from translate.storage import xliff as ttk_xliff
+    from translate.storage import xliff2 as ttk_xliff2
 
     from mtkit.errors import DataError
     from mtkit.formats.documents import DocumentJob
     from mtkit.formats.xliff import translate_xliff
 
     data = path.read_bytes()
-    lang = re.search(rb'target-language="([^"]+)"', data)
+    lang = re.search(rb'target-language="([^"]+)"', data) or re.search(rb"\.(\w+)\.xlf$", path.name.encode())
     row: dict = {"file": f"{path.parent.name}/{path.name}", "model": model_name, "retranslate": retranslate}
     try:
         result = translate_xliff(data, path.name, DocumentJob(lang[1].decode() if lang else "de", model,
@@ -207,10 +227,13 @@ def check_xliff(path: Path, model, model_name: str, retranslate: bool) -> dict:
     except DataError as exc:
         row["refused"] = str(exc)
         return row
-    before, after = (ttk_xliff.xlifffile.parsestring(d).units for d in (data, result.data))
+    reader = ttk_xliff2.Xliff2File if b'version="2.0"' in data[:500] else ttk_xliff.xlifffile
+    before, after = (reader.parsestring(d).units for d in (data, result.data))
     codes_changed = 0
-    for unit in re.findall(r"<trans-unit\b.*?</trans-unit>", result.data.decode(), flags=re.S):
-        target = re.search(r"<target[^>]*mt-suggestion[^>]*>(.*?)</target>", unit, flags=re.S)
+    for unit in re.findall(r"<(?:trans-unit|segment)\b.*?</(?:trans-unit|segment)>", result.data.decode(),
+                           flags=re.S):
+        mine = "mt-suggestion" in unit or "mtkit:mt" in unit
+        target = re.search(r"<target[^>]*>(.*?)</target>", unit, flags=re.S) if mine else None
         source = re.search(r"<source[^>]*>(.*?)</source>", unit, flags=re.S)
         codes_changed += bool(target and source and _codes(target[1]) != _codes(source[1]))
     row.update(units_in=len(before), units_out=len(after),
@@ -233,7 +256,9 @@ def check() -> None:
             if path.suffix in (".srt", ".vtt"):
                 rows.append(check_subtitle(path, model, name))
             else:
-                rows += [check_xliff(path, model, name, again) for again in (False, True)]
+                made = path.parent.name == "xliff2-made"  # no targets: retranslate would change nothing
+                rows += [check_xliff(path, model, name, again)
+                         for again in ((False,) if made else (False, True))]
     out = ROOT / "bench/results/subtitles_xliff.json"
     out.write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(report(rows))
@@ -244,11 +269,12 @@ def report(rows: list[dict]) -> str:
              "| other bytes equal | text lost | tags/codes changed "
              "| cues whose tags moved to a neighbour of their sentence "
              "| translated | left |", "|" + " --- |" * 11]
-    for fmt in (".srt", ".vtt", ".xlf"):
+    for fmt in (".srt", ".vtt", ".xlf", "2.0 .xlf"):
         for model in ("fake", "hostile"):
-            for again in ((False, True) if fmt == ".xlf" else (None,)):
-                mine = [r for r in rows if r["file"].endswith(fmt) and r["model"] == model
-                        and r.get("retranslate") == again]
+            for again in ((False, True) if fmt == ".xlf" else (False,) if fmt == "2.0 .xlf" else (None,)):
+                mine = [r for r in rows if r["file"].endswith(fmt.split()[-1]) and r["model"] == model
+                        and r.get("retranslate") == again
+                        and r["file"].startswith("xliff2-made/") == fmt.startswith("2.0")]
                 ok = [r for r in mine if "refused" not in r]
                 same = sum(1 for r in ok if r.get("keys_equal", r.get("ids_equal")) and
                            r.get("cues_in", r.get("units_in")) == r.get("cues_out", r.get("units_out")))
@@ -259,7 +285,7 @@ def report(rows: list[dict]) -> str:
                              f"| {sum(1 for r in ok if r['other_bytes_equal'])} of {len(ok)} "
                              f"| {sum(r.get('text_lost', 0) for r in ok)} "
                              f"| {sum(r.get('tags_changed', r.get('codes_changed', 0)) for r in ok)} "
-                             f"| {sum(r.get('tags_moved', 0) for r in ok) if fmt != '.xlf' else '-'} "
+                             f"| {sum(r.get('tags_moved', 0) for r in ok) if 'xlf' not in fmt else '-'} "
                              f"| {done} | {sum(r['left'] for r in ok)} |")
     refused = sorted({(r["file"], r["refused"].split(": ", 1)[1][:70]) for r in rows if "refused" in r
                       and r["file"].endswith((".srt", ".vtt"))})
@@ -281,7 +307,7 @@ def speed() -> None:
 
     files = sorted((WORK / "files").rglob("*.*"), key=lambda p: p.stat().st_size)
     vtt = [p for p in files if p.suffix == ".vtt"][-1]
-    xlf = [p for p in files if p.suffix == ".xlf"][-1]
+    xlf = [p for p in files if p.suffix == ".xlf" and p.parent.name != "xliff2-made"][-1]
     upper = lambda lines: [line.upper() for line in lines]  # noqa: E731
     for round_ in range(3):
         for path, translate, again in ((vtt, translate_vtt, False), (xlf, translate_xliff, True)):

@@ -202,7 +202,10 @@ def test_a_hostile_model_never_loses_text_and_the_document_reopens(paragraphs, s
     for x, y in zip(a, b, strict=True):
         assert sorted(re.sub(r"\W", "", teletype.extractText(y)).casefold()) == \
             sorted(re.sub(r"\W", "", teletype.extractText(x)).casefold())
-    assert counts(result.data, "odt") == counts(data, "odt")
+    before, after = counts(data, "odt"), counts(result.data, "odt")
+    assert {k: v for k, v in after.items() if k != "A"} == {k: v for k, v in before.items() if k != "A"}
+    links = [{a.getAttribute("href") for a in d.getElementsByType(A)} for d in (source, out)]
+    assert links[0] == links[1]  # adjacent links to one target may come back as one
 
 
 @pytest.mark.parametrize(("data", "why"), [

@@ -20,7 +20,8 @@ from lxml import etree
 from mtkit.errors import DataError
 from mtkit.formats import html, markup
 from mtkit.formats.documents import DocumentJob, DocumentResult
-from mtkit.formats.xml_runs import Dialect, Part, translate_parts
+from mtkit.formats.xml_dialects import Dialect
+from mtkit.formats.xml_runs import Part, translate_parts
 from mtkit.formats.ziparts import Package, open_package
 
 #: an NCX's titles: the text of each navigation label and of the book's title there

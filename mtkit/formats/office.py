@@ -29,7 +29,8 @@ from collections.abc import Callable
 from mtkit.errors import DataError
 from mtkit.formats import markup
 from mtkit.formats.documents import DocumentJob, DocumentResult
-from mtkit.formats.xml_runs import Dialect, Part, PartReport, translate_parts
+from mtkit.formats.xml_dialects import Dialect
+from mtkit.formats.xml_runs import translate_package_parts
 from mtkit.formats.ziparts import Package, open_package
 
 WORD = Dialect(
@@ -115,20 +116,7 @@ def _translate(package: Package, name: str, job: DocumentJob, chosen: list[tuple
                extra: Callable[[str, str], str] | None = None) -> DocumentResult:
     """The chosen parts translated in one batch, the package written again with them (and with
     ``extra`` applied to styles.xml where a paragraph was translated)."""
-    parts, encodings = [], []
-    for part_name, dialect in chosen:
-        text, encoding = markup.decode(package.read(part_name), f"{name}:{part_name}", True)
-        parts.append(Part(text, f"{name}:{part_name}", dialect))
-        encodings.append(encoding)
-    results = translate_parts(parts, job.strings, job.tgt_lang)
-    changed: dict[str, bytes] = {}
-    total = PartReport()
-    for (part_name, _), part, encoding, (out, report) in zip(chosen, parts, encodings, results, strict=True):
-        if out != part.text:
-            changed[part_name] = encoding.encode(out)
-        total.runs += report.runs
-        total.translated += report.translated
-        total.left += report.left
+    changed, total = translate_package_parts(package.read, name, chosen, job.strings, job.tgt_lang)
     if extra is not None and changed and "word/styles.xml" in package.names:
         text, encoding = markup.decode(package.read("word/styles.xml"), f"{name}:word/styles.xml", True)
         styled = extra(text, job.tgt_lang)

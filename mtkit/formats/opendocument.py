@@ -20,7 +20,8 @@ from dataclasses import replace
 from mtkit.errors import DataError
 from mtkit.formats import markup
 from mtkit.formats.documents import DocumentJob, DocumentResult
-from mtkit.formats.xml_runs import Dialect, Part, PartReport, translate_parts
+from mtkit.formats.xml_dialects import Dialect
+from mtkit.formats.xml_runs import translate_package_parts
 from mtkit.formats.ziparts import Package, open_package
 
 ODF = Dialect("odf", paragraphs=frozenset({"text:p", "text:h"}),
@@ -54,22 +55,7 @@ def _translate(data: bytes, name: str, job: DocumentJob, kind: str, what: str) -
     chosen = [("content.xml", ODF)]
     if kind == "odt" and "styles.xml" in package.names:
         chosen.append(("styles.xml", ODF_HEADERS))
-    parts, encodings = [], []
-    for part_name, dialect in chosen:
-        text, encoding = markup.decode(package.read(part_name), f"{name}:{part_name}", True)
-        parts.append(Part(text, f"{name}:{part_name}", dialect))
-        encodings.append(encoding)
-    total = PartReport()
-    changed: dict[str, bytes] = {}
-    texts: dict[str, str] = {}
-    for (part_name, _), part, encoding, (out, report) in zip(
-            chosen, parts, encodings, translate_parts(parts, job.strings, job.tgt_lang), strict=True):
-        texts[part_name] = out
-        if out != part.text:
-            changed[part_name] = encoding.encode(out)
-        total.runs += report.runs
-        total.translated += report.translated
-        total.left += report.left
+    changed, total = translate_package_parts(package.read, name, chosen, job.strings, job.tgt_lang)
     if changed and job.tgt_lang:
         _set_language(package, name, job.tgt_lang, changed)
     summary = (f"{name}: {total.translated} of {total.runs} paragraphs translated, "

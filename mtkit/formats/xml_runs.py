@@ -35,35 +35,13 @@ from mtkit.errors import DataError
 from mtkit.formats import markup
 from mtkit.formats.markup import Node
 from mtkit.formats.placeholders import Outcome
+from mtkit.formats.xml_dialects import Dialect, Run, for_xml, write_text
 
 StringsFn = Callable[[list[str]], list[Outcome]]
 _LABEL = re.compile(r"<(/?)([A-Za-z][\w.-]*)(/?)>")
-_XML_ENTITY = re.compile(r"&(?:amp|lt|gt|quot|apos|#\d+|#[xX][0-9A-Fa-f]+);")
-_ANY_ENTITY = re.compile(r"&(?:[A-Za-z_][\w.-]*|#\d+|#[xX][0-9A-Fa-f]+);")
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\r]")
 _QNAME = re.compile(r"</?([^\s/>]+)")
 #: a run's language and spelling marks: no formatting, so runs that differ only in them are one
 _MARKS = re.compile(r'<w:lang\b[^>]*/>|<w:noProof\s*/>|\s(?:lang|altLang|dirty|err|noProof)="[^"]*"')
-
-
-@dataclass(frozen=True)
-class Dialect:
-    """How one XML vocabulary writes a paragraph: the qualified names of its elements and how text and
-    breaks are written (``kind``: "word", "drawing", "sheet", "odf", or "plain" for an element of
-    character data only)."""
-
-    kind: str
-    paragraphs: frozenset[str]
-    runs: frozenset[str] = frozenset()
-    run_props: frozenset[str] = frozenset()
-    texts: frozenset[str] = frozenset()  # empty: text is the paragraph's character data (ODF)
-    wrappers: frozenset[str] = frozenset()
-    links: frozenset[str] = frozenset()
-    dropped: frozenset[str] = frozenset()
-    breaks: tuple[tuple[str, str], ...] = ()  # element -> "\t" or "\n"
-    spaces: str = ""  # ODF's <text:s text:c="n"/>
-    within: frozenset[str] = frozenset()  # where set: only paragraphs inside one of these
-    text_tag: str = ""  # the element written around text ("w:t")
 
 
 @dataclass(frozen=True)
@@ -74,16 +52,9 @@ class _Wrap:
 
 
 @dataclass(frozen=True)
-class _Run:
-    head: str  # the run's start tag and its properties
-    tail: str
-    props: str
-
-
-@dataclass(frozen=True)
 class _Key:
     chain: tuple[_Wrap, ...]
-    run: _Run | None
+    run: Run | None
 
     def label_key(self) -> tuple[tuple[str, ...], str, bool]:
         """What tells formatting apart: the wrappers and the run's properties, less its language and
@@ -227,7 +198,7 @@ class Part:
                 props_src = self.source(props) if props is not None else ""
                 head_end = (self.tokens[props.start if props.end is None else props.end].end if props
                             else self.tokens[child.start].end)
-                run = _Run(self.text[src_start:head_end], self.text[self.tokens[child.end].start:src_end],
+                run = Run(self.text[src_start:head_end], self.text[self.tokens[child.end].start:src_end],
                            props_src)
                 inner_items: list[_Item] = []
                 self._collect_run(child, props, _Key(key.chain, run), inner_items)
@@ -264,7 +235,7 @@ class Part:
                 begin = out[at]
                 assert isinstance(begin, _Opaque) and begin.key.run and item.key.run  # noqa: S101
                 if begin.key.chain == item.key.chain and not open_at:
-                    run = _Run(begin.key.run.head, item.key.run.tail, begin.key.run.props)
+                    run = Run(begin.key.run.head, item.key.run.tail, begin.key.run.props)
                     out[at:] = [_Opaque(begin.start, item.end, _Key(begin.key.chain, run), True)]
         return out
 
@@ -361,8 +332,8 @@ class Part:
                 units.append(self._unit(piece, ""))
             else:
                 key, chunk = piece
-                written = _for_xml(chunk, paragraph.string)
-                units.append((key.chain, _write_text(self.dialect, key.run, written, tgt_lang,
+                written = for_xml(chunk, paragraph.string)
+                units.append((key.chain, write_text(self.dialect, key.run, written, tgt_lang,
                                                      first and not paragraph.prefix, self.text_tag)))
                 first = False
         for item in paragraph.suffix:
@@ -384,7 +355,7 @@ class Part:
         translated)."""
         if isinstance(item, (_Text, _Break)):
             written = item.text if isinstance(item, _Text) else item.char
-            return item.key.chain, _write_text(self.dialect, item.key.run, written, tgt_lang, False,
+            return item.key.chain, write_text(self.dialect, item.key.run, written, tgt_lang, False,
                                                self.text_tag)
         if item.dropped:
             return item.key.chain, ""
@@ -470,67 +441,6 @@ def _name(key: _Key) -> str:
     return "span"
 
 
-def _write_text(d: Dialect, run: _Run | None, text: str, tgt_lang: str, paragraph_start: bool,
-                text_tag: str) -> str:
-    """``text`` (XML-escaped, with ``\\t`` and ``\\n`` for breaks) as the dialect writes it in ``run``."""
-    if d.kind == "odf":
-        return _odf_text(text, paragraph_start)
-    if d.kind == "plain":
-        return text
-    head, tail = (run.head, run.tail) if run else ("", "")
-    if run and tgt_lang:
-        head = head.replace(run.props, _with_lang(d, run.props, tgt_lang), 1)
-    preserve = "" if d.kind == "drawing" else ' xml:space="preserve"'
-    open_t, close_t = f"<{text_tag}{preserve}>", f"</{text_tag}>"
-    if d.kind == "word":
-        parts = re.split(r"([\t\n])", text)
-        inner = "".join({"\t": "<w:tab/>", "\n": "<w:br/>"}.get(p, f"{open_t}{p}{close_t}" if p else "")
-                        for p in parts)
-        return f"{head or '<w:r>'}{inner}{tail or '</w:r>'}"
-    if d.kind == "drawing":
-        props = run.props if run else ""
-        brk = f"<a:br>{_with_lang(d, props, tgt_lang)}</a:br>" if props else "<a:br/>"
-        return brk.join(f"{head or '<a:r>'}{open_t}{p}{close_t}{tail or '</a:r>'}" if p else ""
-                        for p in text.split("\n"))
-    return f"{head}{open_t}{text}{close_t}{tail}"
-
-
-def _odf_text(text: str, paragraph_start: bool) -> str:
-    """Text as ODF writes it: spaces beyond the first (and one at the paragraph's start) as
-    ``<text:s/>``, tabs and line breaks as elements."""
-    def spaces(m: re.Match[str]) -> str:
-        n = len(m[0]) - (0 if m.start() == 0 and paragraph_start else 1)
-        lead = "" if m.start() == 0 and paragraph_start else " "
-        return lead + ("<text:s/>" if n == 1 else f'<text:s text:c="{n}"/>' if n else "")
-
-    text = re.sub(r"  +|^ ", spaces, text)
-    return text.replace("\t", "<text:tab/>").replace("\n", "<text:line-break/>")
-
-
-def _with_lang(d: Dialect, props: str, tgt_lang: str) -> str:
-    """Run properties with the language they name set to the target (the text is in it now)."""
-    if not tgt_lang:
-        return props
-    lang = tgt_lang.replace("_", "-")
-    if d.kind == "word":
-        return re.sub(r'(<w:lang\b[^>]*?\sw:val=")[^"]*(")', rf"\g<1>{lang}\g<2>", props)
-    if d.kind == "drawing":
-        return re.sub(r'(\slang=")[^"]*(")', rf"\g<1>{lang}\g<2>", props)
-    return props
-
-
-def _for_xml(text: str, source: str) -> str:
-    """The model's text as XML character data: XML's own entities and those of the ``source`` string
-    (declared by the part's DTD) as written, any other ``&``, ``<``, ``>`` escaped, characters XML
-    does not allow left out."""
-    text = _NOT_XML.sub("", text)
-    known = set(_ANY_ENTITY.findall(source))
-    parts = re.split(f"({_ANY_ENTITY.pattern})", text)
-    return "".join(p if n % 2 and (_XML_ENTITY.fullmatch(p) or p in known)
-                   else p.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-                   for n, p in enumerate(parts))
-
-
 def _has_words(source: str) -> bool:
     return bool(re.search(r"[^\W\d_]", re.sub(r"<[^>]*>|&#?\w+;", " ", source)))
 
@@ -545,3 +455,24 @@ def translate_parts(parts: list[Part], strings: StringsFn, tgt_lang: str) -> lis
         out.append(part.finish(outcomes[at:at + len(part.strings)], tgt_lang))
         at += len(part.strings)
     return out
+
+
+def translate_package_parts(read: Callable[[str], bytes], name: str, chosen: Sequence[tuple[str, Dialect]],
+                            strings: StringsFn, tgt_lang: str) -> tuple[dict[str, bytes], PartReport]:
+    """The ``chosen`` parts of a package (their bytes from ``read``), each in its own encoding,
+    translated in one batch: the new bytes of those that changed, and what became of them all."""
+    parts, encodings = [], []
+    for part_name, dialect in chosen:
+        text, encoding = markup.decode(read(part_name), f"{name}:{part_name}", True)
+        parts.append(Part(text, f"{name}:{part_name}", dialect))
+        encodings.append(encoding)
+    changed: dict[str, bytes] = {}
+    total = PartReport()
+    for (part_name, _), part, encoding, (out, report) in zip(
+            chosen, parts, encodings, translate_parts(parts, strings, tgt_lang), strict=True):
+        if out != part.text:
+            changed[part_name] = encoding.encode(out)
+        total.runs += report.runs
+        total.translated += report.translated
+        total.left += report.left
+    return changed, total

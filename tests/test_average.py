@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 import torch
+from cli_helpers import run_mtkit
 
 from mtkit.checkpoint import load_checkpoint, save_checkpoint
 from mtkit.config.experiment import Config, to_dict
@@ -70,8 +68,7 @@ def test_averaged_real_model_loads_and_cli_writes_it(tmp_path):
         states.append(model.state_dict())
         save_checkpoint({"model": model.state_dict(), "config": to_dict(cfg), "vocab": {}, "step": step},
                         tmp_path / f"checkpoint_step{step}.pt")
-    result = subprocess.run([sys.executable, "-m", "mtkit", "average", str(tmp_path), "--last", "2",
-                             "-o", str(tmp_path / "avg.pt")], capture_output=True, text=True)
+    result = run_mtkit("average", tmp_path, "--last", "2", "-o", tmp_path / "avg.pt")
     assert result.returncode == 0, result.stderr
     avg = load_checkpoint(tmp_path / "avg.pt")
     model = build_model(cfg.model, 30, 30, True)
@@ -79,6 +76,5 @@ def test_averaged_real_model_loads_and_cli_writes_it(tmp_path):
     for key, value in model.state_dict().items():
         if torch.is_floating_point(value):
             assert torch.allclose(value, (states[0][key] + states[1][key]) / 2, atol=1e-7)
-    bad = subprocess.run([sys.executable, "-m", "mtkit", "average", str(tmp_path / "nowhere"), "--last", "2"],
-                         capture_output=True, text=True)
+    bad = run_mtkit("average", tmp_path / "nowhere", "--last", "2")
     assert bad.returncode != 0 and "error: average: model directory not found" in bad.stderr

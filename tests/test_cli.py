@@ -1,5 +1,6 @@
 """The command line as a user meets it: bad input gives one `error:` line on stderr and a non-zero exit,
-never a traceback; the bpe/prepare/score commands work end to end through `python -m mtkit`."""
+never a traceback; the bpe/prepare/score commands work end to end. The commands run in-process
+(tests/cli_helpers.py); the tests of the process itself (`python -m mtkit`, a closed pipe) start one."""
 
 from __future__ import annotations
 
@@ -10,24 +11,16 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cli_helpers import Result, assert_one_error_line, run_mtkit, run_mtkit_process
 
 WORDS = ["wind", "rain", "sun", "snow", "cloud", "storm", "sky", "sea", "land", "hill"]
 
 
-def mtkit(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mtkit", *args], capture_output=True, text=True,
-                          input=stdin, cwd=cwd, timeout=120)
+def mtkit(*args: str, stdin: str | None = None, cwd: Path | None = None) -> Result:
+    return run_mtkit(*args, input=stdin, cwd=cwd)
 
 
-def assert_error(proc: subprocess.CompletedProcess, *fragments: str) -> str:
-    """Exactly one non-empty stderr line, starting with `error:`, holding every fragment."""
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert proc.returncode != 0
-    assert "Traceback" not in proc.stderr
-    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-    return lines[0]
+assert_error = assert_one_error_line
 
 
 def write_lines(path: Path, lines: list[str]) -> Path:
@@ -67,6 +60,13 @@ def test_mismatched_line_counts(experiment: Path) -> None:
     proc = mtkit("prepare", experiment.name, cwd=experiment.parent)
     line = assert_error(proc)
     assert line == "error: train.en has 60 lines but train.de has 59"  # the files named as given
+
+
+def test_python_m_mtkit_exits_with_the_errors_status_and_one_line(experiment: Path) -> None:
+    """The entry point a user runs: the error's exit status and its one line reach the shell."""
+    (experiment.parent / "dev.de").unlink()
+    proc = run_mtkit_process("prepare", experiment.name, cwd=experiment.parent)
+    assert assert_error(proc) == "error: file not found: dev.de" and proc.returncode == 3
 
 
 def test_unknown_config_key(experiment: Path) -> None:

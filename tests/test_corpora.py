@@ -6,7 +6,6 @@ attention; a wrong or missing --tgt-lang is one line; a bilingual model needs no
 from __future__ import annotations
 
 import random
-import subprocess
 import sys
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from mtkit.decode.translator import Translator
 from mtkit.errors import ConfigError, DataError
 
 sys.path.insert(0, str(Path(__file__).parent))
+from cli_helpers import run_mtkit  # noqa: E402
 from test_translator import make_model_dir  # noqa: E402
 
 WORDS = ["bed", "cup", "dog", "fig", "hat", "jam", "kit", "log", "mop", "nut", "pen", "rug"]
@@ -214,12 +214,11 @@ def test_tgt_lang_is_needed_checked_and_optional_for_one_pair(trained, tmp_path)
 
 def test_cli_tgt_lang(trained, tmp_path):
     src = _write(tmp_path / "in.xx", ["dog cup", "", "pen rug jam"])
-    run = [sys.executable, "-m", "mtkit", "translate", "-m", str(trained / "model"), "-i", src,
-           "--threads", "1"]
-    missing = subprocess.run(run, capture_output=True, text=True)
+    run = ["translate", "-m", str(trained / "model"), "-i", src, "--threads", "1"]
+    missing = run_mtkit(*run)
     assert missing.returncode != 0 and missing.stderr.count("\n") == 1
     assert "choose one with --tgt-lang" in missing.stderr
-    ok = subprocess.run([*run, "--tgt-lang", "up"], capture_output=True, text=True)
+    ok = run_mtkit(*run, "--tgt-lang", "up")
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.splitlines()[1] == "" and len(ok.stdout.splitlines()) == 3
 

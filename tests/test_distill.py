@@ -6,11 +6,11 @@ after a kill as without one."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import Result, run_mtkit
 
 from mtkit.errors import ConfigError, DataError
 from mtkit.train.distill import DistillOptions, drop_reason, run_distill
@@ -94,8 +94,8 @@ def test_mismatched_or_malformed_files_are_one_line_and_write_nothing(tmp_path):
     assert read(src) == SOURCES
 
 
-def mtkit(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mtkit", *args], capture_output=True, text=True)
+def mtkit(*args: str) -> Result:
+    return run_mtkit(*args)
 
 
 @pytest.mark.slow

@@ -37,6 +37,7 @@ from mtkit.interop.manifest import MANIFEST, is_exported, read_manifest
 from mtkit.models import build_model
 
 sys.path.insert(0, str(Path(__file__).parent))
+from cli_helpers import Result, run_mtkit  # noqa: E402
 from near_ties import ForcedScorer, check_same_or_near_tie  # noqa: E402
 
 needs_ct2 = pytest.mark.skipif(importlib.util.find_spec("ctranslate2") is None,
@@ -469,12 +470,11 @@ def test_ct2_engine_leaves_process_settings_alone(trained):
 
 
 # -------------------------------------------------------------------------------------------- CLI
-def mtkit(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mtkit", *args], capture_output=True, text=True, input=stdin,
-                          timeout=120)
+def mtkit(*args: str, stdin: str | None = None) -> Result:
+    return run_mtkit(*args, input=stdin)
 
 
-def one_error(proc: subprocess.CompletedProcess, fragment: str) -> None:
+def one_error(proc: Result, fragment: str) -> None:
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], proc.stderr

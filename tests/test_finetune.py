@@ -32,6 +32,7 @@ from mtkit.train.distributed import dist_info_from_env
 from mtkit.train.trainer import Trainer, train
 
 sys.path.insert(0, str(Path(__file__).parent))
+from cli_helpers import run_mtkit  # noqa: E402
 from train_helpers import make_data_dir  # noqa: E402
 
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -178,9 +179,7 @@ def test_a_data_directory_with_another_vocabulary_is_refused(parent, tmp_path):
 def test_the_cli_refusal_is_one_line_and_writes_nothing(data, parent, tmp_path):
     config = tmp_path / "ft.yaml"
     save_config(_config(data, tmp_path / "ft", {**TINY, "d_ff": 128}), config)
-    result = subprocess.run([sys.executable, "-m", "mtkit", "train", str(config), "--init-from", str(parent),
-                             "--keep", "optimizer,step"], env=ENV, capture_output=True, text=True,
-                            timeout=120)
+    result = run_mtkit("train", config, "--init-from", parent, "--keep", "optimizer,step")
     assert result.returncode == ConfigError.exit_code
     assert result.stderr.startswith("error: model.d_ff: 128 contradicts the parent")
     assert result.stderr.count("\n") == 1 and not (tmp_path / "ft").exists()
@@ -277,10 +276,9 @@ def test_sigkill_during_a_fine_tune_resumes_exactly_without_the_parent(data, par
     assert 0 < killed_at < settings["max_steps"], "the run was not interrupted mid-way"
 
     own_parent.rename(tmp_path / "moved")  # once started, the fine-tune is an ordinary run
-    resumed = _mtkit_train(config)
-    _, err = resumed.communicate(timeout=300)
-    assert resumed.returncode == 0, err
-    assert f"resuming from {last} at update {killed_at}" in err
+    resumed = run_mtkit("train", config)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming from {last} at update {killed_at}" in resumed.stderr
     assert _same(_weights(tmp_path / "straight" / "checkpoint_last.pt"), _weights(last))
     assert _same(_weights(tmp_path / "straight" / "checkpoint_best.pt"),
                  _weights(tmp_path / "killed" / "checkpoint_best.pt"))

@@ -32,6 +32,7 @@ from mtkit.train.trainer import train
 from mtkit.vocab import BOS_ID, EOS_ID
 
 sys.path.insert(0, str(Path(__file__).parent))
+from cli_helpers import run_mtkit  # noqa: E402
 from train_helpers import make_data_dir, tiny_config  # noqa: E402
 
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -193,9 +194,8 @@ def test_sigkill_then_resume_equals_an_uninterrupted_mrt_run(data, parent, tmp_p
         raw["model"]["dropout"] = 0.2  # the dropout masks of the teacher-forced pass must repeat too
         configs[name] = tmp_path / f"{name}.yaml"
         save_config(from_dict(raw), configs[name])
-    straight = _mtkit_train(configs["straight"])
-    _, err = straight.communicate(timeout=300)
-    assert straight.returncode == 0, err
+    straight = run_mtkit("train", configs["straight"])  # this run and the resumed one run in-process
+    assert straight.returncode == 0, straight.stderr
 
     victim = _mtkit_train(configs["killed"])
     metrics = tmp_path / "killed" / "metrics.jsonl"
@@ -211,10 +211,9 @@ def test_sigkill_then_resume_equals_an_uninterrupted_mrt_run(data, parent, tmp_p
     killed_at = load_checkpoint(last)["step"]
     assert 0 < killed_at < settings["max_steps"], "the run was not interrupted mid-way"
 
-    resumed = _mtkit_train(configs["killed"])
-    _, err = resumed.communicate(timeout=300)
-    assert resumed.returncode == 0, err
-    assert f"resuming from {last} at update {killed_at}" in err
+    resumed = run_mtkit("train", configs["killed"])
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming from {last} at update {killed_at}" in resumed.stderr
     a = load_checkpoint(tmp_path / "straight" / "checkpoint_last.pt")["model"]
     b = load_checkpoint(last)["model"]
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -23,6 +21,7 @@ from mtkit.options import SearchOptions
 from mtkit.translate import OutputOptions, run_translate
 
 sys.path.insert(0, str(Path(__file__).parent))
+from cli_helpers import Result, run_mtkit  # noqa: E402
 from serve_helpers import multilingual_model, served_model  # noqa: E402
 
 EXACT = {"device": "cpu", "threads": 1, "precision": "fp32"}
@@ -44,9 +43,8 @@ def chained(first: Translator, second: Translator, lines: list[str]) -> list[str
     return second.translate([one_line(t) for t in first.translate(lines)])
 
 
-def mtkit(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mtkit", *args], input=stdin, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
+def mtkit(*args: str, stdin: str | None = None) -> Result:
+    return run_mtkit(*args, input=stdin)
 
 
 def test_the_api_equals_two_chained_translators_for_every_kind_of_leg(models):

@@ -1,7 +1,7 @@
 """The recipes: their configs are valid and consistent, and their Makefiles do the right amount of work.
 
-The Makefile behaviour is checked with a stand-in for `mtkit` (MTKIT=...) that writes the files each
-stage would write and logs its calls, so a whole recipe runs in a second: the first run does every
+The Makefile behaviour is checked with a stand-in for `mtkit` (MTKIT=..., a shell script) that writes the
+files each stage would write and logs its calls, so a whole recipe runs in a second: the first run does every
 stage, the second does nothing, and changing one input redoes exactly what depends on it.
 """
 
@@ -55,15 +55,61 @@ def test_deb_models_are_the_documented_architectures(recipe: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------ Makefiles
-FAKE_MTKIT = r'''
-"""Stand-in for `mtkit`: writes what each stage writes, and logs the call."""
-import json, os, shutil, sys
+FAKE_MTKIT = r"""#!/bin/sh
+# Stand-in for `mtkit`: writes what each stage writes, and logs the call. A shell script, as starting
+# Python for each of a recipe's hundreds of calls would cost more than the recipe logic under test;
+# prepare and train read the experiment config (with its --set overrides) through mtkit: fake_stages.py.
+printf '%s\n' "$*" >> "$FAKE_LOG"
+opt() {  # opt NAME ARGS...: the value after the first NAME in ARGS (empty if none)
+    name=$1; shift
+    while [ $# -gt 1 ]; do
+        if [ "$1" = "$name" ]; then printf '%s' "$2"; return; fi
+        shift
+    done
+}
+set -e
+case $1 in
+prepare|train) exec "$FAKE_PYTHON" "$(dirname "$0")/fake_stages.py" "$@" ;;
+translate)
+    model=$(opt --model "$@"); src=$(opt -i "$@"); out=$(opt -o "$@"); plots=$(opt --attention-plot "$@")
+    test -f "$model/checkpoint_best.pt"
+    case " $* " in
+    *" --json "*)  # a record per line, with a made-up confidence
+        awk '{ t = $0; gsub(/\\/, "\\\\", t); gsub(/"/, "\\\"", t)
+               printf "{\"text\": \"%s\", \"confidence\": %s}\n", t, (length($0) % 7) / 10 }' \
+            "$src" > "$out" ;;
+    *) cp "$src" "$out" ;;
+    esac
+    if [ -n "$plots" ]; then printf png > "$plots/attention-000000.png"; fi ;;
+score)
+    table=TABLE
+    for arg in "$@"; do case $arg in work*) table="$table $arg" ;; esac; done
+    echo "$table" ;;
+export)  # a directory the stand-in's translate takes, with a shortlist when asked
+    out=$(opt -o "$@"); shortlist=$(opt --shortlist "$@")
+    mkdir -p "$out"
+    cp "$(opt --model "$@")/checkpoint_best.pt" "$out/checkpoint_best.pt"
+    rm -f "$out/vmap.txt"
+    if [ -n "$shortlist" ]; then
+        printf '{"shortlist": "%s"}' "$shortlist" > "$out/mtkit_export.json"
+        printf '\t.\n' > "$out/vmap.txt"
+    else
+        printf '{"shortlist": null}' > "$out/mtkit_export.json"
+    fi ;;
+distill)
+    cp "$(opt --source "$@")" "$(opt --out-source "$@")"
+    cp "$(opt --translations "$@")" "$(opt --out-target "$@")"
+    printf '{"pairs": 1, "kept": 1, "dropped": {}}' > "$(opt --report "$@")" ;;
+esac
+"""
+
+FAKE_STAGES = r'''
+"""The stand-in's prepare and train: what they write depends on the experiment config."""
+import os, sys
 from pathlib import Path
 from mtkit.config.experiment import load_config
 
 args = sys.argv[1:]
-with open(os.environ["FAKE_LOG"], "a") as log:
-    log.write(" ".join(args) + "\n")
 cmd = args[0]
 
 def opt(name, default=None):
@@ -88,31 +134,42 @@ elif cmd == "train":
     model = Path(cfg.training.model_dir)
     model.mkdir(parents=True, exist_ok=True)
     (model / "checkpoint_best.pt").write_text(opt("--max-time", "0"))
-elif cmd == "translate":
-    assert Path(opt("--model"), "checkpoint_best.pt").is_file()
-    if "--json" in args:  # a record per line, with a made-up confidence
-        lines = Path(opt("-i")).read_text().splitlines()
-        Path(opt("-o")).write_text("".join(json.dumps({"text": t, "confidence": len(t) % 7 / 10}) + "\n"
-                                           for t in lines))
-    else:
-        shutil.copyfile(opt("-i"), opt("-o"))
-    if opt("--attention-plot"):
-        Path(opt("--attention-plot"), "attention-000000.png").write_bytes(b"png")
-elif cmd == "score":
-    print("TABLE", " ".join(a for a in args if a.startswith("work")))
-elif cmd == "export":  # a directory the stand-in's translate takes, with a shortlist when asked
-    out = Path(opt("-o"))
-    out.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(Path(opt("--model"), "checkpoint_best.pt"), out / "checkpoint_best.pt")
-    (out / "mtkit_export.json").write_text(json.dumps({"shortlist": opt("--shortlist")}))
-    (out / "vmap.txt").unlink(missing_ok=True)
-    if opt("--shortlist"):
-        (out / "vmap.txt").write_text("\t.\n")
-elif cmd == "distill":
-    shutil.copyfile(opt("--source"), opt("--out-source"))
-    shutil.copyfile(opt("--translations"), opt("--out-target"))
-    Path(opt("--report")).write_text(json.dumps({"pairs": 1, "kept": 1, "dropped": {}}))
 '''
+
+
+def _fake_mtkit(root: Path) -> Path:
+    """Write the stand-in for `mtkit` into `root`; returns the command to give as MTKIT."""
+    (root / "fake_stages.py").write_text(FAKE_STAGES)
+    fake = root / "fake_mtkit"
+    fake.write_text(FAKE_MTKIT)
+    fake.chmod(0o755)
+    return fake
+
+
+FAKE_SACREBLEU = r"""#!/bin/sh
+# Stand-in for the recipe's Python where it runs sacrebleu's command line (one line per output, with the
+# length ratio); every other script runs in the real interpreter.
+if [ "$1 $2 $4" = "-m sacrebleu -i" ]; then
+    test -f "$3" && test -f "$5"
+    echo "BLEU = 10.00 40.0/20.0/10.0/5.0 (BP = 1.000 ratio = 1.000 hyp_len = 10 ref_len = 10)"
+    exit
+fi
+exec "$FAKE_PYTHON" "$@"
+"""
+
+
+def _fake_sacrebleu(root: Path) -> Path:
+    """Write the stand-in for the recipe's sacrebleu runs into `root`; returns the command for PYTHON."""
+    python = root / "fake_python"
+    python.write_text(FAKE_SACREBLEU)
+    python.chmod(0o755)
+    return python
+
+
+def _make_env(log: Path) -> dict[str, str]:
+    """The environment of a recipe's make: a user's (not a sub-make's), the stand-in's log and Python."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    return {**env, "FAKE_LOG": str(log), "FAKE_PYTHON": sys.executable}
 
 
 def _copy_recipe(name: str, root: Path) -> Path:
@@ -128,13 +185,11 @@ def _make(recipe: Path, log: Path, fake: Path, *variables: str, path: Path | Non
     """Run make in `recipe` with the stand-in; return the mtkit commands it ran (first word each).
     A run with nothing to do must also print nothing (no links re-made, no stamps rewritten)."""
     log.write_text("")
-    env = dict(os.environ, FAKE_LOG=str(log))
-    for inherited in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS"):  # run as a user would, not as a sub-make
-        env.pop(inherited, None)
+    env = _make_env(log)
     if path is not None:
         env["PATH"] = f"{path}{os.pathsep}{env['PATH']}"
-    proc = subprocess.run(["make", "--no-print-directory", f"MTKIT={sys.executable} {fake}", *variables],
-                          cwd=recipe, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(["make", "--no-print-directory", f"MTKIT={fake}", f"PYTHON={sys.executable}",
+                           *variables], cwd=recipe, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     calls = [line.split()[0] for line in log.read_text().splitlines()]
     if not calls:
@@ -156,8 +211,7 @@ def _deb_en_de(root: Path) -> tuple[Path, Path, Path, Path]:
     """The deb-en-de recipe copied under `root` with the mtkit stand-in, its call log and a tiny corpus:
     (recipe, fake, log, data)."""
     recipe = _copy_recipe("deb-en-de", root)
-    fake = root / "fake_mtkit.py"
-    fake.write_text(FAKE_MTKIT)
+    fake = _fake_mtkit(root)
     return recipe, fake, root / "calls.log", _fake_corpus(root, "en", "de")
 
 
@@ -260,18 +314,21 @@ def test_deb_mrt_recipe_tunes_three_stages_scores_them_and_reruns_nothing(tmp_pa
     recipe, fake, log, data = _deb_en_de(tmp_path)
     shutil.copy(RECIPES / "confidence.py", recipe.parent / "confidence.py")
 
-    def make(*variables: str) -> list[str]:
+    fake_python = _fake_sacrebleu(tmp_path)
+
+    def make(*variables: str, python: Path = fake_python) -> list[str]:
+        """Run make; sacrebleu's own command line scores the first run's outputs, a stand-in the rest."""
         log.write_text("")
-        env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
-        proc = subprocess.run(["make", "--no-print-directory", f"MTKIT={sys.executable} {fake}",
+        proc = subprocess.run(["make", "--no-print-directory", f"MTKIT={fake}", f"PYTHON={python}",
                                f"DATA={data}", "MODELS=transformer", "TIME=1", *variables], cwd=recipe,
-                              env={**env, "FAKE_LOG": str(log)}, capture_output=True, text=True, timeout=120)
+                              env=_make_env(log), capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return sorted(line.split()[0] for line in log.read_text().splitlines())
 
     # the parent and its beam output; stage 1's two fine-tunes, the anneal, stage 2's three fine-tunes,
     # stage 3's one, and their outputs (stage 3 and the anneal also at MRT3_LENGTH_PENALTY); nine tables
-    assert make("mrt") == sorted(["prepare", *["train"] * 8, *["translate"] * 10, *["score"] * 9])
+    assert make("mrt", python=Path(sys.executable)) == sorted(
+        ["prepare", *["train"] * 8, *["translate"] * 10, *["score"] * 9])
     scores = (recipe / "work" / "mrt-scores.txt").read_text()
     hyp = "work/hyp/{}.beam5.de".format
     for table in (("transformer", "mrt-control", "mrt"), ("mrt-control", "mrt"), ("transformer", "anneal"),
@@ -327,8 +384,7 @@ tr a-z A-Z
 @needs_make
 def test_en_es_recipe_scores_apertium_when_it_is_installed(tmp_path: Path) -> None:
     recipe = _copy_recipe("deb-en-es", tmp_path)
-    fake = tmp_path / "fake_mtkit.py"
-    fake.write_text(FAKE_MTKIT)
+    fake = _fake_mtkit(tmp_path)
     tools = tmp_path / "bin"
     tools.mkdir()
     (tools / "apertium").write_text(FAKE_APERTIUM)
@@ -396,8 +452,7 @@ def test_recipes_run_their_helpers_with_the_python_that_runs_mtkit(tmp_path: Pat
 @needs_make
 def test_demo_recipe_scores_against_the_copy_baseline_and_reruns_nothing(tmp_path: Path) -> None:
     recipe = _copy_recipe("demo", tmp_path)
-    fake = tmp_path / "fake_mtkit.py"
-    fake.write_text(FAKE_MTKIT)
+    fake = _fake_mtkit(tmp_path)
     log = tmp_path / "calls.log"
     data = recipe / "work" / "en-es" / "data"  # as fetch_bible.py leaves it (no download in tests)
     data.mkdir(parents=True)
@@ -461,8 +516,7 @@ def _deb_pair(data: Path, lang: str, words: dict[str, str]) -> None:
 def test_multi_recipe_runs_every_stage_once_then_nothing(tmp_path: Path) -> None:
     pytest.importorskip("py3langid")  # the off-target rate (mtkit.langid)
     recipe = _copy_recipe("deb-multi", tmp_path)
-    fake, log, data = tmp_path / "fake_mtkit.py", tmp_path / "calls.log", tmp_path / "shared"
-    fake.write_text(FAKE_MTKIT)
+    fake, log, data = _fake_mtkit(tmp_path), tmp_path / "calls.log", tmp_path / "shared"
     for lang, word in (("de", "Satz"), ("es", "frase")):
         _deb_pair(data, lang, {lang: word})
     args = (f"DATA={data}", "TIME=1", "TEST_SENTENCES=3", "DEV_SENTENCES=2")

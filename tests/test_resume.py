@@ -19,6 +19,7 @@ from mtkit.metrics_log import read_metrics
 from mtkit.train.trainer import train
 
 sys.path.insert(0, str(Path(__file__).parent))
+from cli_helpers import run_mtkit  # noqa: E402
 from train_helpers import make_data_dir, tiny_config  # noqa: E402
 
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -59,9 +60,8 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(data, tmp_path):
     save_config(_config(data, tmp_path / "straight", **settings), straight_cfg)
     save_config(_config(data, tmp_path / "killed", **settings), killed_cfg)
 
-    straight = _mtkit_train(straight_cfg)
-    _, err = straight.communicate(timeout=300)
-    assert straight.returncode == 0, err
+    straight = run_mtkit("train", straight_cfg)  # the uninterrupted run and the resumed one run in-process
+    assert straight.returncode == 0, straight.stderr
 
     victim = _mtkit_train(killed_cfg)
     last = tmp_path / "killed" / "checkpoint_last.pt"
@@ -74,10 +74,9 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(data, tmp_path):
     killed_at = load_checkpoint(last)["step"]
     assert 0 < killed_at < settings["max_steps"], "the run was not interrupted mid-way"
 
-    resumed = _mtkit_train(killed_cfg)  # resumes by itself: checkpoint_last.pt exists
-    _, err = resumed.communicate(timeout=300)
-    assert resumed.returncode == 0, err
-    assert f"resuming from {last} at update {killed_at}" in err
+    resumed = run_mtkit("train", killed_cfg)  # resumes by itself: checkpoint_last.pt exists
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming from {last} at update {killed_at}" in resumed.stderr
 
     straight_dir, killed_dir = tmp_path / "straight", tmp_path / "killed"
     _assert_same_weights(straight_dir / "checkpoint_last.pt", last)
@@ -109,8 +108,7 @@ def test_corrupt_checkpoint_is_a_clear_error(data, tmp_path):
         load_checkpoint(last)
     config = tmp_path / "m.yaml"
     save_config(cfg, config)
-    result = subprocess.run([sys.executable, "-m", "mtkit", "train", str(config), "--resume"], env=ENV,
-                            capture_output=True, text=True, timeout=120)
+    result = run_mtkit("train", config, "--resume")
     assert result.returncode == CheckpointError.exit_code
     assert "error:" in result.stderr and "corrupt or truncated checkpoint" in result.stderr
     assert "Traceback" not in result.stderr

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import Result, run_mtkit
 
 from mtkit import score as score_mod
 from mtkit.errors import DataError, MtkitError
@@ -72,9 +73,8 @@ def make_files(d: Path, n: int = 60, seed: int = 0) -> tuple[Path, Path, Path]:
     return d / "ref.txt", d / "good.txt", d / "bad.txt"
 
 
-def mtkit(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mtkit", *args], capture_output=True, text=True,
-                          input=stdin, timeout=120)
+def mtkit(*args: str, stdin: str | None = None) -> Result:
+    return run_mtkit(*args, input=stdin)
 
 
 def test_same_numbers_as_the_sacrebleu_cli(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from cli_helpers import Result, run_mtkit
 
 from mtkit.checkpoint import save_checkpoint
 from mtkit.config.experiment import Config, ModelConfig, to_dict
@@ -363,12 +364,13 @@ def test_errors_are_user_errors(model_dir, tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------- CLI
-def run_cli(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mtkit", "translate", *args], input=stdin,
-                          capture_output=True, timeout=300, env=_env())
+def run_cli(*args: str, stdin: bytes = b"") -> Result:
+    """`mtkit translate ARGS` in this process (tests/cli_helpers.py), stdin given as bytes."""
+    return run_mtkit("translate", *args, input=stdin)
 
 
 def _env() -> dict:
+    """The environment of a `python -m mtkit` process under test: one OpenMP thread."""
     import os
 
     return {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -380,12 +382,12 @@ def test_cli_hostile_stdin_keeps_line_count(model_dir):
              b"ctrl \x00\x1b\x7f x", b"\t", b"where are you going ?", "\u202e\u200b".encode()]
     stdin = b"\n".join(lines) + b"\n"
     res = run_cli("-m", str(model_dir), "--greedy", "--threads", "1", stdin=stdin)
-    assert res.returncode == 0, res.stderr.decode()
-    out = res.stdout.decode("utf-8").split("\n")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout.split("\n")
     assert out[-1] == "" and len(out) - 1 == len(lines)
     assert out[0] == "" and out[1] == "" and out[6] == "" and out[8] == ""  # 8: nothing visible
     assert all(out[i] for i in (2, 3, 4, 5, 7))
-    err = res.stderr.decode()
+    err = res.stderr
     assert "<stdin>:5: invalid UTF-8" in err
     assert "<stdin>:4: a sentence of" in err and "translating the line in" in err
 
@@ -467,11 +469,11 @@ def test_cli_options_reach_the_search(model_dir, tmp_path):
 
 def test_cli_errors_are_one_line(model_dir, tmp_path):
     res = run_cli("-m", str(tmp_path / "nope"))
-    assert res.returncode != 0 and res.stderr.decode().startswith("error: ")
-    assert "Traceback" not in res.stderr.decode()
+    assert res.returncode != 0 and res.stderr.startswith("error: ")
+    assert "Traceback" not in res.stderr
     res = run_cli("-m", str(model_dir), "--set", "decoding.beam_size=0", stdin=b"a\n")
-    assert res.returncode != 0 and "decoding.beam_size" in res.stderr.decode()
-    assert "Traceback" not in res.stderr.decode()
+    assert res.returncode != 0 and "decoding.beam_size" in res.stderr
+    assert "Traceback" not in res.stderr
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="needs a pseudo-terminal")

@@ -36,70 +36,21 @@ from mtkit.formats import markup
 from mtkit.formats.markup import Node
 from mtkit.formats.placeholders import Outcome
 from mtkit.formats.xml_dialects import Dialect, Run, for_xml, write_text
+from mtkit.formats.xml_paragraph import (
+    BreakItem,
+    Item,
+    Key,
+    OpaqueItem,
+    Paragraph,
+    TextItem,
+    Wrap,
+    has_words,
+    label_paragraph,
+)
 
 StringsFn = Callable[[list[str]], list[Outcome]]
 _LABEL = re.compile(r"<(/?)([A-Za-z][\w.-]*)(/?)>")
 _QNAME = re.compile(r"</?([^\s/>]+)")
-#: a run's language and spelling marks: no formatting, so runs that differ only in them are one
-_MARKS = re.compile(r'<w:lang\b[^>]*/>|<w:noProof\s*/>|\s(?:lang|altLang|dirty|err|noProof)="[^"]*"')
-
-
-@dataclass(frozen=True)
-class _Wrap:
-    head: str
-    tail: str
-    link: bool
-
-
-@dataclass(frozen=True)
-class _Key:
-    chain: tuple[_Wrap, ...]
-    run: Run | None
-
-    def label_key(self) -> tuple[tuple[str, ...], str, bool]:
-        """What tells formatting apart: the wrappers and the run's properties, less its language and
-        spelling marks (set to the target when written) and rsid-like bookkeeping."""
-        props = _MARKS.sub("", self.run.props) if self.run else ""
-        props = re.sub(r"^<(\w+:)?rPr\s*(?:/>|>\s*</(\w+:)?rPr>)$", "", props)
-        return tuple(w.head for w in self.chain), props, self.run is None
-
-
-@dataclass
-class _Text:
-    text: str
-    key: _Key
-
-
-@dataclass
-class _Break:
-    char: str
-    key: _Key
-
-
-@dataclass
-class _Opaque:
-    start: int
-    end: int
-    key: _Key
-    in_run: bool
-    dropped: bool = False
-
-
-_Item = _Text | _Break | _Opaque
-
-
-@dataclass
-class _Paragraph:
-    start: int  # the content's span (inside the paragraph's tags)
-    end: int
-    prefix: list[_Item]
-    middle: list[_Item]
-    suffix: list[_Item]
-    depth: int = 0  # how many translated paragraphs hold it
-    string: str = ""
-    labels: dict[str, _Key | list[_Opaque]] = field(default_factory=dict)
-    base: _Key | None = None
-    worded: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -121,7 +72,7 @@ class Part:
         self.tokens = markup.tokenize(text, name, True)
         self.lines = markup.Lines(text)
         root = markup.build(self.tokens, text, True, frozenset())
-        self.paragraphs: list[_Paragraph] = []
+        self.paragraphs: list[Paragraph] = []
         self.text_tag = dialect.text_tag
         self._find(root, not dialect.within, 0)
         self._splices: dict[int, tuple[int, str]] = {}
@@ -151,30 +102,30 @@ class Part:
                     continue
             self._find(child, here, depth)
 
-    def _paragraph(self, node: Node) -> _Paragraph | None:
-        items: list[_Item] = []
-        self._collect(node, _Key((), None), items)
+    def _paragraph(self, node: Node) -> Paragraph | None:
+        items: list[Item] = []
+        self._collect(node, Key((), None), items)
         if self.dialect.kind == "word":
             items = self._fields(items)
-        if not any(isinstance(item, _Text) and _has_words(item.text) for item in items):
+        if not any(isinstance(item, TextItem) and has_words(item.text) for item in items):
             return None
-        texts = [i for i, item in enumerate(items) if isinstance(item, _Text) and item.text.strip()]
+        texts = [i for i, item in enumerate(items) if isinstance(item, TextItem) and item.text.strip()]
         first, last = texts[0], texts[-1]
         start, end = self.tokens[node.start].end, self.tokens[node.end].start  # type: ignore[index]
-        paragraph = _Paragraph(start, end, items[:first], items[first:last + 1], items[last + 1:])
-        _label(paragraph)
+        paragraph = Paragraph(start, end, items[:first], items[first:last + 1], items[last + 1:])
+        label_paragraph(paragraph)
         return paragraph
 
-    def _collect(self, node: Node, key: _Key, items: list[_Item]) -> None:
+    def _collect(self, node: Node, key: Key, items: list[Item]) -> None:
         """The items of ``node``'s content, in order."""
         d = self.dialect
         for child in node.children:
             if not isinstance(child, Node):
                 tok = self.tokens[child]
                 if tok.kind == "text" and not d.texts and key.run is None:
-                    items.append(_Text(re.sub(r"[ \t\r\n]+", " ", self.text[tok.start:tok.end]), key))
+                    items.append(TextItem(re.sub(r"[ \t\r\n]+", " ", self.text[tok.start:tok.end]), key))
                 elif tok.kind != "text":
-                    items.append(_Opaque(tok.start, tok.end, key, key.run is not None))
+                    items.append(OpaqueItem(tok.start, tok.end, key, key.run is not None))
                 continue
             name = self.qname(child)
             src_start = self.tokens[child.start].start
@@ -183,15 +134,15 @@ class Part:
                 self.text_tag = name
                 if child.end is not None:
                     inner = self.text[self.tokens[child.start].end:self.tokens[child.end].start]
-                    items.append(_Text(inner, key))
+                    items.append(TextItem(inner, key))
             elif (char := dict(d.breaks).get(name)) and not re.search(r'type="(?:page|column)"',
                                                                        self.text[src_start:src_end]):
-                items.append(_Break(char, key))
+                items.append(BreakItem(char, key))
             elif name == d.spaces:
                 count = child.attrs.get("text:c", "1")
-                items.append(_Text(" " * (int(count) if count.isdigit() else 1), key))
+                items.append(TextItem(" " * (int(count) if count.isdigit() else 1), key))
             elif name in d.dropped:
-                items.append(_Opaque(src_start, src_end, key, key.run is not None, dropped=True))
+                items.append(OpaqueItem(src_start, src_end, key, key.run is not None, dropped=True))
             elif name in d.runs and child.end is not None and key.run is None:
                 props = next((c for c in child.children
                               if isinstance(c, Node) and self.qname(c) in d.run_props), None)
@@ -200,8 +151,8 @@ class Part:
                             else self.tokens[child.start].end)
                 run = Run(self.text[src_start:head_end], self.text[self.tokens[child.end].start:src_end],
                            props_src)
-                inner_items: list[_Item] = []
-                self._collect_run(child, props, _Key(key.chain, run), inner_items)
+                inner_items: list[Item] = []
+                self._collect_run(child, props, Key(key.chain, run), inner_items)
                 items += inner_items
             elif name in d.wrappers and child.end is not None:
                 head_end = self.tokens[child.start].end
@@ -211,35 +162,35 @@ class Part:
                         head_end = self.tokens[c.start if c.end is None else c.end].end
                     elif isinstance(c, Node) or self.tokens[c].kind != "text" or not d.texts:
                         content.append(c)
-                wrap = _Wrap(self.text[src_start:head_end], self.text[self.tokens[child.end].start:src_end],
+                wrap = Wrap(self.text[src_start:head_end], self.text[self.tokens[child.end].start:src_end],
                              name in d.links)
                 sub = Node(child.name, child.start, child.end, child.attrs, content)
-                self._collect(sub, _Key((*key.chain, wrap), key.run), items)
+                self._collect(sub, Key((*key.chain, wrap), key.run), items)
             else:
-                items.append(_Opaque(src_start, src_end, key, key.run is not None))
+                items.append(OpaqueItem(src_start, src_end, key, key.run is not None))
 
-    def _fields(self, items: list[_Item]) -> list[_Item]:
+    def _fields(self, items: list[Item]) -> list[Item]:
         """Each field begun and ended inside the paragraph (``<w:fldChar>`` begin … end, in the same
         wrappers) as one non-text item from its begin to its end: its code and its result come back as
         they were. A field across paragraphs (a table of contents) keeps its text translated."""
-        out: list[_Item] = []
+        out: list[Item] = []
         open_at: list[int] = []
         for item in items:
             kind = (re.search(r'w:fldCharType="(begin|end)"', self.text[item.start:item.end])
-                    if isinstance(item, _Opaque) and item.in_run else None)
+                    if isinstance(item, OpaqueItem) and item.in_run else None)
             if kind and kind[1] == "begin":
                 open_at.append(len(out))
             out.append(item)
             if kind and kind[1] == "end" and open_at:
                 at = open_at.pop()
                 begin = out[at]
-                assert isinstance(begin, _Opaque) and begin.key.run and item.key.run  # noqa: S101
+                assert isinstance(begin, OpaqueItem) and begin.key.run and item.key.run  # noqa: S101
                 if begin.key.chain == item.key.chain and not open_at:
                     run = Run(begin.key.run.head, item.key.run.tail, begin.key.run.props)
-                    out[at:] = [_Opaque(begin.start, item.end, _Key(begin.key.chain, run), True)]
+                    out[at:] = [OpaqueItem(begin.start, item.end, Key(begin.key.chain, run), True)]
         return out
 
-    def _collect_run(self, run: Node, props: Node | None, key: _Key, items: list[_Item]) -> None:
+    def _collect_run(self, run: Node, props: Node | None, key: Key, items: list[Item]) -> None:
         """The items of a run: its properties left out (they are the run's head)."""
         rest = [c for c in run.children if c is not props]
         self._collect(Node(run.name, run.start, run.end, run.attrs, rest), key, items)
@@ -280,19 +231,19 @@ class Part:
             at = stop
         return "".join(parts) + self.text[at:end]
 
-    def _rebuilt(self, paragraph: _Paragraph, translation: str, tgt_lang: str) -> tuple[str | None, str]:
+    def _rebuilt(self, paragraph: Paragraph, translation: str, tgt_lang: str) -> tuple[str | None, str]:
         """The new content of ``paragraph`` for ``translation``, or None and why it cannot be written."""
-        pieces: list[tuple[_Key, str] | _Opaque] = []
+        pieces: list[tuple[Key, str] | OpaqueItem] = []
         stack: list[str] = []
         used: Counter[str] = Counter()
         worded: set[str] = set()
         at = 0
-        base = paragraph.base or next(i.key for i in paragraph.middle if isinstance(i, _Text))
+        base = paragraph.base or next(i.key for i in paragraph.middle if isinstance(i, TextItem))
 
         def text(chunk: str) -> None:
             if chunk:
                 pieces.append((paragraph.labels[stack[-1]] if stack else base, chunk))  # type: ignore[arg-type]
-                if stack and _has_words(chunk):
+                if stack and has_words(chunk):
                     worded.update(stack)
 
         for m in _LABEL.finditer(translation):
@@ -321,14 +272,14 @@ class Part:
                 return None, f"<{label}> lost its words: {translation!r}"
         return self._write(paragraph, pieces, tgt_lang), ""
 
-    def _write(self, paragraph: _Paragraph, pieces: list[tuple[_Key, str] | _Opaque], tgt_lang: str) -> str:
+    def _write(self, paragraph: Paragraph, pieces: list[tuple[Key, str] | OpaqueItem], tgt_lang: str) -> str:
         """The paragraph's content: its prefix, the pieces, its suffix, each in its wrappers."""
-        units: list[tuple[tuple[_Wrap, ...], str]] = []
+        units: list[tuple[tuple[Wrap, ...], str]] = []
         for item in paragraph.prefix:
             units.append(self._unit(item, ""))
         first = True
         for piece in pieces:
-            if isinstance(piece, _Opaque):
+            if isinstance(piece, OpaqueItem):
                 units.append(self._unit(piece, ""))
             else:
                 key, chunk = piece
@@ -339,7 +290,7 @@ class Part:
         for item in paragraph.suffix:
             units.append(self._unit(item, ""))
         out: list[str] = []
-        open_chain: tuple[_Wrap, ...] = ()
+        open_chain: tuple[Wrap, ...] = ()
         for chain, content in units:
             common = 0
             while common < min(len(chain), len(open_chain)) and chain[common] == open_chain[common]:
@@ -350,11 +301,11 @@ class Part:
         out += [w.tail for w in reversed(open_chain)]
         return "".join(out)
 
-    def _unit(self, item: _Item, tgt_lang: str) -> tuple[tuple[_Wrap, ...], str]:
+    def _unit(self, item: Item, tgt_lang: str) -> tuple[tuple[Wrap, ...], str]:
         """An item of the source written as it was (a non-text one with the paragraphs inside it
         translated)."""
-        if isinstance(item, (_Text, _Break)):
-            written = item.text if isinstance(item, _Text) else item.char
+        if isinstance(item, (TextItem, BreakItem)):
+            written = item.text if isinstance(item, TextItem) else item.char
             return item.key.chain, write_text(self.dialect, item.key.run, written, tgt_lang, False,
                                                self.text_tag)
         if item.dropped:
@@ -362,87 +313,6 @@ class Part:
         source = self.render(item.start, item.end)
         run = item.key.run
         return item.key.chain, (run.head + source + run.tail if item.in_run and run else source)
-
-
-def _label(paragraph: _Paragraph) -> None:
-    """The paragraph's string for the model and the labels in it (see the module docstring)."""
-    middle = [i for i in paragraph.middle if not (isinstance(i, _Opaque) and i.dropped)]
-    chars: Counter[tuple] = Counter()
-    keys: dict[tuple, _Key] = {}
-    for item in middle:
-        if isinstance(item, _Text):
-            keys.setdefault(item.key.label_key(), item.key)
-            if not any(w.link for w in item.key.chain):
-                chars[item.key.label_key()] += len(item.text.strip())
-    # the formatting of the most text, a link's never (a tie: the plainer)
-    base = max(chars, key=lambda k: (chars[k], -len(k[0]), -len(k[1]))) if chars else None
-    paragraph.base = keys[base] if base is not None else None
-    names = {k: _name(key) for k, key in keys.items() if k != base}
-    counts = Counter(names.values())
-    seen: Counter[str] = Counter()
-    label_of: dict[tuple, str] = {}
-    for k, name in names.items():
-        seen[name] += 1
-        label_of[k] = name if counts[name] == 1 else f"{name}{seen[name]}"
-        paragraph.labels[label_of[k]] = keys[k]
-    groups: list[list[_Opaque]] = []
-    for n, item in enumerate(middle):
-        if isinstance(item, _Opaque):
-            if n and isinstance(middle[n - 1], _Opaque):
-                groups[-1].append(item)
-            else:
-                groups.append([item])
-    opaque_label = {id(g[0]): (f"x{n + 1}" if len(groups) > 1 else "x") for n, g in enumerate(groups)}
-    for g in groups:
-        paragraph.labels[opaque_label[id(g[0])]] = g
-    out: list[str] = []
-    current: str | None = None
-    for item in middle:
-        if isinstance(item, _Opaque):
-            if id(item) in opaque_label:
-                if current:
-                    out.append(f"</{current}>")
-                    current = None
-                out.append(f"<{opaque_label[id(item)]}/>")
-            continue
-        if isinstance(item, _Break):
-            keep = label_of.get(item.key.label_key()) == current  # a break inside the formatting
-            if current and not keep:
-                out.append(f"</{current}>")
-                current = None
-            out.append(item.char)
-            continue
-        label = label_of.get(item.key.label_key())
-        if label != current:
-            if current:
-                out.append(f"</{current}>")
-            if label:
-                out.append(f"<{label}>")
-            current = label
-        if label and _has_words(item.text):
-            paragraph.worded.add(label)
-        out.append(item.text)
-    if current:
-        out.append(f"</{current}>")
-    paragraph.string = "".join(out)
-
-
-def _name(key: _Key) -> str:
-    """A text label's name: ``a`` for a link, ``b``, ``i``, ``u`` for bold, italic, underlined runs,
-    else ``span``."""
-    if any(w.link for w in key.chain) or "hlinkClick" in (key.run.props if key.run else ""):
-        return "a"
-    props = key.run.props if key.run else ""
-    for name in ("b", "i", "u"):
-        on = (rf'<(?:\w+:)?{name}(?:\s+(?:\w+:)?val="(?:1|true|on|single|double)")?\s*/>'
-              rf'|\s{name}="(?:1|sng|dbl)"')
-        if re.search(on, props):
-            return name
-    return "span"
-
-
-def _has_words(source: str) -> bool:
-    return bool(re.search(r"[^\W\d_]", re.sub(r"<[^>]*>|&#?\w+;", " ", source)))
 
 
 def translate_parts(parts: list[Part], strings: StringsFn, tgt_lang: str) -> list[tuple[str, PartReport]]:

@@ -139,7 +139,8 @@ def document_xml(data: bytes) -> str:
 
 RICH = ('<w:p><w:pPr><w:pStyle w:val="Normal"/></w:pPr><w:bookmarkStart w:id="0" w:name="top"/>'
         '<w:r><w:rPr><w:lang w:val="en-US"/></w:rPr><w:t xml:space="preserve">Press </w:t></w:r>'
-        '<w:proofErr w:type="spellStart"/><w:r><w:rPr><w:lang w:val="en-US"/></w:rPr><w:t>Ctrl</w:t></w:r>'
+        '<w:proofErr w:type="spellStart"/><w:r><w:rPr><w:lang w:val="en-US"/></w:rPr>'
+        '<w:lastRenderedPageBreak/><w:t>Ctrl</w:t></w:r>'
         '<w:proofErr w:type="spellEnd"/><w:r><w:rPr><w:lang w:val="en-US"/></w:rPr><w:tab/><w:t>then</w:t>'
         '<w:br/><w:t xml:space="preserve">see page </w:t></w:r>'
         '<w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText> PAGE </w:instrText></w:r>'
@@ -157,7 +158,7 @@ def test_fields_bookmarks_tabs_breaks_links_and_spelling_marks_and_the_language_
     assert calls[:3] == ["Press Ctrl", "then", "see page <x/> of the <a>manual</a>."]  # cut at \t and \n
     out = document_xml(result.data)
     assert out.count('<w:bookmarkStart w:id="0" w:name="top"/>') == 1 and out.count('<w:bookmarkEnd') == 1
-    assert "<w:proofErr" not in out
+    assert "<w:proofErr" not in out and "<w:lastRenderedPageBreak" not in out
     assert ('<w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText> PAGE </w:instrText></w:r>'
             '<w:r><w:fldChar w:fldCharType="separate"/></w:r><w:r><w:t>3</w:t></w:r>'
             '<w:r><w:fldChar w:fldCharType="end"/></w:r>') in out  # the field whole, its result untranslated

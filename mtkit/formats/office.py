@@ -38,7 +38,7 @@ WORD = Dialect(
     texts=frozenset({"w:t"}),
     wrappers=frozenset({"w:hyperlink", "w:ins", "w:moveTo", "w:smartTag", "w:customXml", "w:sdt",
                         "w:sdtContent", "w:dir", "w:bdo"}),
-    links=frozenset({"w:hyperlink"}), dropped=frozenset({"w:proofErr"}),
+    links=frozenset({"w:hyperlink"}), dropped=frozenset({"w:proofErr", "w:lastRenderedPageBreak"}),
     breaks=(("w:tab", "\t"), ("w:br", "\n"), ("w:cr", "\n")), text_tag="w:t")
 DRAWING = Dialect("drawing", paragraphs=frozenset({"a:p"}), runs=frozenset({"a:r"}),
                   run_props=frozenset({"a:rPr"}), texts=frozenset({"a:t"}), breaks=(("a:br", "\n"),),

@@ -26,7 +26,8 @@ from mtkit.formats.ziparts import Package, open_package
 
 ODF = Dialect("odf", paragraphs=frozenset({"text:p", "text:h"}),
               wrappers=frozenset({"text:span", "text:a", "text:meta", "text:ruby-base"}),
-              links=frozenset({"text:a"}), breaks=(("text:tab", "\t"), ("text:line-break", "\n")),
+              links=frozenset({"text:a"}), dropped=frozenset({"text:soft-page-break"}),
+              breaks=(("text:tab", "\t"), ("text:line-break", "\n")),
               spaces="text:s")
 #: styles.xml: the paragraphs of headers and footers, nothing else (its master pages' other text is
 #: a presentation's placeholder prompts)

@@ -13,7 +13,9 @@ text (a field, a drawing, a bookmark, a note). The model gets one string per par
 - each stretch of things that are no text as one self-closing tag (``<x1/>``), written back as it was,
   once; those before the first text and after the last stay outside the string, in place;
 - tabs and line breaks as ``\\t`` and ``\\n`` (translated apart and put back by formats/placeholders);
-- spell-check marks (``<w:proofErr>``) left out: they are wrong once the text is another language.
+- spell-check marks (``<w:proofErr>``) and where a page broke when the file was last laid out
+  (``<w:lastRenderedPageBreak/>``, ``<text:soft-page-break/>``) left out: they are wrong once the text
+  is another language, and the application finds them again.
 
 A translation is written back only where its tags are the source's (each ``<xN/>`` once, every
 formatting tag at least once, with words, properly nested), as runs with their own properties in the

@@ -80,13 +80,18 @@ def job(model=upper, calls: list | None = None) -> DocumentJob:
 
 def skeleton(text: str) -> list[str]:
     """Every line that is not cue text (numbers, timings, blank lines, headers, notes) with its line
-    ending, and the line ending of each line of cue text: what must come back byte for byte."""
+    ending, and each cue's text as one mark with the line ending after it: what must come back byte
+    for byte (a cue's text may take fewer lines: they are balanced again)."""
     cues = (read_vtt if text.startswith("WEBVTT") else read_srt)(text, "x")
-    out, at = [], 0
+    out, at, last = [], 0, None
     for line in re.findall(r"[^\r\n]*(?:\r\n|\n|\r)|[^\r\n]+$", text):
-        inside = any(start <= at < end for start, end in (c.span for c in cues))
-        out.append("<text>" + line[len(line.rstrip("\r\n")):] if inside else line)
-        at += len(line)
+        cue = next((k for k, c in enumerate(cues) if c.span[0] <= at < c.span[1]), None)
+        mark = "<text>" + line[len(line.rstrip("\r\n")):]
+        if cue is not None and cue == last:
+            out[-1] = mark
+        else:
+            out.append(line if cue is None else mark)
+        last, at = cue, at + len(line)
     return out
 
 
@@ -190,9 +195,15 @@ def cue_texts(draw) -> list[str]:
     for _ in range(draw(st.integers(1, 3))):
         words = draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=5))
         k = draw(st.integers(0, len(words) - 1))
-        tag = draw(st.sampled_from(("", "i", "b", "font", "ts", "ass", "dash")))
+        tag = draw(st.sampled_from(("", "i", "b", "font", "ts", "ass", "dash", "voice", "class")))
         if tag in ("i", "b"):
             words[k] = f"<{tag}>{words[k]}</{tag}>"
+        elif tag == "ts":
+            words[k] = f"<00:00:00.{100 + k:03}>{words[k]}"
+        elif tag == "voice":
+            words[0] = "<v Ann>" + words[0]
+        elif tag == "class":
+            words[k] = f"<c.yellow>{words[k]}</c>"
         elif tag == "font":
             words[k] = f'<font color="red">{words[k]}</font>'
         elif tag == "ass":

@@ -292,6 +292,26 @@ def test_xlsx_shared_and_rich_strings_translated_formulas_numbers_and_sheet_name
         [(None, "RICH "), (True, "BOLD"), (None, " TEXT")]
 
 
+def test_xlsx_table_column_names_and_the_header_cells_repeating_them_are_kept():
+    from openpyxl.worksheet.table import Table
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    for row in (["Item name", "Price"], ["Green apple", 3], ["Red pear", 4]):
+        sheet.append(row)
+    sheet["D1"] = "=SUM(Fruit[Price])"
+    sheet.add_table(Table(displayName="Fruit", ref="A1:B3"))
+    data = saved(book)
+    calls: list[str] = []
+    result = translate_xlsx(data, "t.xlsx", job(calls=calls))
+    assert sorted(calls) == ["Green apple", "Red pear"]
+    out = openpyxl.load_workbook(io.BytesIO(result.data))
+    table = out.active.tables["Fruit"]
+    header = [c.value for c in out.active[1]][:2]
+    assert header == [c.name for c in table.tableColumns] == ["Item name", "Price"]
+    assert out.active["A2"].value == "GREEN APPLE" and out.active["D1"].value == "=SUM(Fruit[Price])"
+
+
 # --- refused input ------------------------------------------------------------------------------------
 
 def odt_bytes() -> bytes:

@@ -13,9 +13,10 @@ Translated parts:
   show while editing ("Click to add title"), never shown in the presentation, and a layout is shared by
   every slide made from it.
 - Excel: the shared strings (``xl/sharedStrings.xml``, plain and rich text), inline strings in the
-  sheets and cell comments. Never formulas, numbers, sheet names or defined names: a formula is code,
-  and a sheet's name is what formulas, charts and other workbooks refer to it by, so renaming it breaks
-  them.
+  sheets and cell comments. Never formulas, numbers, sheet names, defined names or the column names of
+  tables (and the strings equal to one, which the header cells must repeat): a formula is code, and a
+  sheet's or column's name is what formulas, charts and other workbooks refer to it by, so renaming it
+  breaks them.
 
 Chart text (titles and the categories cached from their workbook) is kept: a chart's categories come
 from its embedded workbook, and translating its titles alone would leave it half in each language.
@@ -23,6 +24,7 @@ from its embedded workbook, and translating its titles alone would leave it half
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Callable
 
@@ -97,7 +99,19 @@ def translate_xlsx(data: bytes, name: str, job: DocumentJob) -> DocumentResult:
     chosen += [(p, INLINE_STRINGS) for p in _natural(package.names)
                if re.fullmatch(r"xl/worksheets/sheet\d+\.xml", p) and b"inlineStr" in package.read(p)]
     chosen += [(p, CELL_COMMENTS) for p in _natural(package.names) if re.fullmatch(r"xl/comments\d+\.xml", p)]
-    return _translate(package, name, job, chosen)
+    return _translate(package, name, job, chosen, keep=_table_columns(package))
+
+
+def _table_columns(package: Package) -> frozenset[str]:
+    """The column names of the workbook's tables: their header cells must say them, and formulas
+    refer to them (``Table1[Price]``), so the strings that are one stay as they are."""
+    names = set()
+    for part in package.names:
+        if re.fullmatch(r"xl/tables/table\d+\.xml", part):
+            text = package.read(part).decode("utf-8", "replace")
+            found = re.findall(r'<(?:\w+:)?tableColumn\b[^>]*?\sname="([^"]*)"', text)
+            names.update(html.unescape(m) for m in found)
+    return frozenset(names)
 
 
 def _natural(names: list[str]) -> list[str]:
@@ -113,10 +127,12 @@ def _what(package: Package) -> str:
 
 
 def _translate(package: Package, name: str, job: DocumentJob, chosen: list[tuple[str, Dialect]],
-               extra: Callable[[str, str], str] | None = None) -> DocumentResult:
-    """The chosen parts translated in one batch, the package written again with them (and with
-    ``extra`` applied to styles.xml where a paragraph was translated)."""
-    changed, total = translate_package_parts(package.read, name, chosen, job.strings, job.tgt_lang)
+               extra: Callable[[str, str], str] | None = None, keep: frozenset[str] = frozenset()
+               ) -> DocumentResult:
+    """The chosen parts translated in one batch (a paragraph whose text is in ``keep`` left as it
+    is), the package written again with them (and with ``extra`` applied to styles.xml where a
+    paragraph was translated)."""
+    changed, total = translate_package_parts(package.read, name, chosen, job.strings, job.tgt_lang, keep)
     if extra is not None and changed and "word/styles.xml" in package.names:
         text, encoding = markup.decode(package.read("word/styles.xml"), f"{name}:word/styles.xml", True)
         styled = extra(text, job.tgt_lang)

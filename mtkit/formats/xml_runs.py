@@ -27,6 +27,7 @@ an ODF note) is translated too, and written inside it.
 
 from __future__ import annotations
 
+import html
 import re
 from bisect import bisect_left, insort
 from collections import Counter
@@ -67,8 +68,10 @@ class PartReport:
 class Part:
     """One XML part: its paragraphs read (``strings`` for the model), then written back (``finish``)."""
 
-    def __init__(self, text: str, name: str, dialect: Dialect) -> None:
-        self.text, self.name, self.dialect = text, name, dialect
+    def __init__(self, text: str, name: str, dialect: Dialect, keep: frozenset[str] = frozenset()) -> None:
+        """``keep``: texts a paragraph is left as it is for (e.g. a workbook's table column names,
+        which its cells must repeat)."""
+        self.text, self.name, self.dialect, self.keep = text, name, dialect, keep
         if (problem := markup.xml_problem(text)) is not None:
             raise DataError(f"{name}:{problem[0]}: not well-formed XML: {problem[1]}")
         self.tokens = markup.tokenize(text, name, True)
@@ -97,6 +100,8 @@ class Part:
             here = inside or name in self.dialect.within
             if here and name in self.dialect.paragraphs and child.end is not None:
                 paragraph = self._paragraph(child)
+                if paragraph is not None and self.keep and _plain(paragraph.string) in self.keep:
+                    paragraph = None
                 if paragraph is not None:
                     paragraph.depth = depth
                     self.paragraphs.append(paragraph)
@@ -330,13 +335,15 @@ def translate_parts(parts: list[Part], strings: StringsFn, tgt_lang: str) -> lis
 
 
 def translate_package_parts(read: Callable[[str], bytes], name: str, chosen: Sequence[tuple[str, Dialect]],
-                            strings: StringsFn, tgt_lang: str) -> tuple[dict[str, bytes], PartReport]:
+                            strings: StringsFn, tgt_lang: str, keep: frozenset[str] = frozenset()
+                            ) -> tuple[dict[str, bytes], PartReport]:
     """The ``chosen`` parts of a package (their bytes from ``read``), each in its own encoding,
-    translated in one batch: the new bytes of those that changed, and what became of them all."""
+    translated in one batch (a paragraph whose text is in ``keep`` left as it is): the new bytes of
+    those that changed, and what became of them all."""
     parts, encodings = [], []
     for part_name, dialect in chosen:
         text, encoding = markup.decode(read(part_name), f"{name}:{part_name}", True)
-        parts.append(Part(text, f"{name}:{part_name}", dialect))
+        parts.append(Part(text, f"{name}:{part_name}", dialect, keep))
         encodings.append(encoding)
     changed: dict[str, bytes] = {}
     total = PartReport()
@@ -348,3 +355,8 @@ def translate_package_parts(read: Callable[[str], bytes], name: str, chosen: Seq
         total.translated += report.translated
         total.left += report.left
     return changed, total
+
+
+def _plain(string: str) -> str:
+    """A paragraph's string as its text: tags out, XML's entities read."""
+    return html.unescape(_LABEL.sub("", string))

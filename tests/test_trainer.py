@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from mtkit.plots import plot_curves
 from mtkit.train.trainer import train
 
 sys.path.insert(0, str(Path(__file__).parent))
+from cli_helpers import run_mtkit  # noqa: E402
 from train_helpers import make_data_dir, straight_and_resumed, tiny_config  # noqa: E402
 
 
@@ -185,8 +185,7 @@ def test_learning_curves_png(copy_data, tmp_path):
     train(cfg)
     out = plot_curves(tmp_path / "m")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    result = subprocess.run([sys.executable, "-m", "mtkit", "plot", str(tmp_path / "m"), "-o",
-                             str(tmp_path / "c.png")], capture_output=True, text=True)
+    result = run_mtkit("plot", tmp_path / "m", "-o", tmp_path / "c.png")
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(MtkitError, match="metrics.jsonl not found"):

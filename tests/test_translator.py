@@ -339,9 +339,8 @@ def test_attention_plot_of_a_model_without_attention_is_refused(tmp_path):
     d = make_model_dir(tmp_path / "plain", arch="rnn", model={"attention": "none"}, max_len_b=3)
     src = tmp_path / "in.txt"
     src.write_text("the cat .\n", encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "mtkit", "translate", "-m", str(d), "-i", str(src),
-                           "-o", str(tmp_path / "out.txt"), "--attention-plot", str(tmp_path / "plots")],
-                          capture_output=True, text=True)
+    proc = run_mtkit("translate", "-m", d, "-i", src, "-o", tmp_path / "out.txt", "--attention-plot",
+                     tmp_path / "plots")
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert "this RNN has no attention (model.attention: none)" in proc.stderr
     assert not (tmp_path / "out.txt").exists() and not (tmp_path / "plots").exists()

@@ -5,8 +5,8 @@ files checked gone once expired.
 The subtitles are made here: ``--cues`` cues of short lines of the test set (a subtitle's length), a
 few of them two-line cues and some runs without a sentence end (cues that run on as one sentence),
 ``--files`` different files. Each is translated once by `mtkit translate -i FILE.srt` (the reference);
-then ``--uploads`` clients upload them at once (file ``i % files``), and each download must be the
-reference's bytes. The server keeps its files ``--keep-minutes``; after that and one sweep, its files
+then ``--uploads`` clients upload them at once (file ``i % files``), each downloads its file as soon
+as it has the URL (as a client does: files expire), and each download must be the reference's bytes. The server keeps its files ``--keep-minutes``; after that and one sweep, its files
 directory must be empty and every URL 404; after SIGTERM the directory must be gone.
 
 Both sides run fp32 on the CPU (a sentence's translation does not depend on its batch there).
@@ -110,6 +110,8 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=60.0, help="the server's --timeout")
     parser.add_argument("--work", default=str(ROOT / "bench/work/serve_files"))
     parser.add_argument("--json", default=None)
+    parser.add_argument("--reuse", action="store_true",
+                        help="take the references an earlier run left in --work (same model and files)")
     args = parser.parse_args()
     work = Path(args.work)
     (work / "tmp").mkdir(parents=True, exist_ok=True)
@@ -132,6 +134,9 @@ def main() -> None:
     exact = ["--precision", "fp32", "--threads", str(args.threads), "--device", "cpu"]
     reference, offline_seconds = {}, []
     for name in files:
+        if args.reuse and (work / f"ref-{name}").exists():  # made by an earlier run of this command
+            reference[name] = (work / f"ref-{name}").read_bytes()
+            continue
         started = time.perf_counter()
         subprocess.run([*cli, "translate", "-m", args.model, "-i", str(work / name), "-o",
                         str(work / f"ref-{name}"), *exact], check=True, capture_output=True)
@@ -156,20 +161,20 @@ def main() -> None:
         names = list(files)
         started = time.perf_counter()
         with concurrent.futures.ThreadPoolExecutor(args.uploads) as clients:
-            def one(i: int) -> tuple[int, float, str]:
-                return upload(url, names[i % len(names)], files[names[i % len(names)]])
+            def one(i: int) -> tuple[int, float, str, bool]:
+                """Upload, then download at once (as a client does: files expire), and compare."""
+                name = names[i % len(names)]
+                status, seconds, where = upload(url, name, files[name])
+                same = status == 200 and fetch(where) == (200, reference[name])
+                return status, seconds, where, same
 
             done = list(clients.map(one, range(args.uploads)))
         wall = time.perf_counter() - started
         last_made = time.monotonic()
-        statuses = [status for status, _, _ in done]
-        equal, urls = 0, []
-        for i, (status, _, where) in enumerate(done):
-            if status == 200:
-                urls.append(where)
-                got_status, got = fetch(where)
-                equal += got_status == 200 and got == reference[names[i % len(names)]]
-        stored_before = len([p for p in store.iterdir() if not p.name.startswith(".")])
+        statuses = [status for status, _, _, _ in done]
+        equal = sum(same for _, _, _, same in done)
+        urls = [where for status, _, where, _ in done if status == 200]
+        stored_at_end = len([p for p in store.iterdir() if not p.name.startswith(".")])
         wait = args.keep_minutes * 60 + min(60.0, args.keep_minutes * 15) + 2 - (time.monotonic() - last_made)
         time.sleep(max(0.0, wait))
         left = [p.name for p in store.iterdir()]
@@ -183,13 +188,13 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "format": suffix, "timeout": args.timeout,
         "uploads": args.uploads, "cues_per_file": args.cues, "distinct_files": args.files,
         "statuses": {str(s): statuses.count(s) for s in sorted(set(statuses))},
-        "errors": sorted({where for status, _, where in done if status != 200})[:5],
+        "errors": sorted({where for status, _, where, _ in done if status != 200})[:5],
         "server_errors_5xx": sum(s >= 500 for s in statuses), "downloads_equal_to_mtkit_translate": equal,
         "wall_seconds": round(wall, 1), "cues_per_second": round(cues_sent / wall, 1),
-        "latency_seconds": {"median": round(statistics.median(t for _, t, _ in done), 1),
-                            "max": round(max(t for _, t, _ in done), 1)},
+        "latency_seconds": {"median": round(statistics.median(t for _, t, _, _ in done), 1),
+                            "max": round(max(t for _, t, _, _ in done), 1)},
         "offline_seconds_per_file": [round(s, 1) for s in offline_seconds],
-        "stored_before_expiry": stored_before, "left_after_expiry": left,
+        "stored_when_the_last_upload_ended": stored_at_end, "left_after_expiry": left,
         "urls_404_after_expiry": expired_404,
         "files_dir_removed_at_shutdown": not store.exists(), "server_exit_status": server.returncode,
     }

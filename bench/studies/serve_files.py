@@ -6,8 +6,9 @@ The subtitles are made here: ``--cues`` cues of short lines of the test set (a s
 few of them two-line cues and some runs without a sentence end (cues that run on as one sentence),
 ``--files`` different files. Each is translated once by `mtkit translate -i FILE.srt` (the reference);
 then ``--uploads`` clients upload them at once (file ``i % files``), each downloads its file as soon
-as it has the URL (as a client does: files expire), and each download must be the reference's bytes. The server keeps its files ``--keep-minutes``; after that and one sweep, its files
-directory must be empty and every URL 404; after SIGTERM the directory must be gone.
+as it has the URL (as a client does: files expire), and each download must be the reference's
+bytes. The server keeps its files ``--keep-minutes``; after that and one sweep, its files directory
+must be empty and every URL 404; after SIGTERM the directory must be gone.
 
 Both sides run fp32 on the CPU (a sentence's translation does not depend on its batch there).
 

@@ -170,6 +170,31 @@ def test_fields_bookmarks_tabs_breaks_links_and_spelling_marks_and_the_language_
     assert re.search(r'<w:docDefaults>.*<w:lang w:val="de"', styles, re.S)
 
 
+LINKED = ('<w:p><w:r><w:t xml:space="preserve">Visit </w:t></w:r>'
+          '<w:r><w:fldChar w:fldCharType="begin"/></w:r>'
+          '<w:r><w:instrText xml:space="preserve"> HYPERLINK "https://example.org" </w:instrText></w:r>'
+          '<w:r><w:fldChar w:fldCharType="separate"/></w:r><w:r><w:rPr><w:rStyle w:val="Hyperlink"/></w:rPr>'
+          '<w:t>the site</w:t></w:r><w:r><w:fldChar w:fldCharType="end"/></w:r>'
+          '<w:r><w:t> today.</w:t></w:r></w:p>')
+
+
+def test_a_hyperlink_fields_words_are_translated_its_code_and_end_kept_in_order():
+    calls: list[str] = []
+    data = with_body(LINKED)
+    result = translate_docx(data, "a.docx", job(calls=calls))
+    assert calls[0] == "Visit <x1/><span>the site</span><x2/> today."
+    out = document_xml(result.data)
+    assert ('<w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText xml:space="preserve"> '
+            'HYPERLINK "https://example.org" </w:instrText></w:r><w:r><w:fldChar w:fldCharType="separate"/>'
+            '</w:r><w:r><w:rPr><w:rStyle w:val="Hyperlink"/></w:rPr><w:t xml:space="preserve">THE SITE</w:t>'
+            '</w:r><w:r><w:fldChar w:fldCharType="end"/></w:r>') in out
+    assert docx.Document(io.BytesIO(result.data)).paragraphs[0].text == "VISIT THE SITE TODAY."
+    model = replacing(calls[0], "Heute <x2/><span>die Seite</span><x1/>.")
+    swapped = translate_docx(data, "a.docx", job(model, rescue=False))
+    assert document_xml(swapped.data) == document_xml(data)
+    assert "end is moved before its start" in swapped.left[0]
+
+
 def test_identity_model_gives_every_part_back_byte_for_byte():
     data = with_body(RICH)
     result = translate_docx(data, "a.docx", job(lambda lines: lines, tgt=""))
@@ -195,6 +220,9 @@ PROPS = ("", "<w:rPr><w:b/></w:rPr>", "<w:rPr><w:i/></w:rPr>", '<w:rPr><w:u w:va
 MARKS = ('<w:bookmarkStart w:id="1" w:name="m"/>', '<w:bookmarkEnd w:id="1"/>',
          '<w:proofErr w:type="spellStart"/>', '<w:r><w:tab/></w:r>', '<w:r><w:br w:type="page"/></w:r>',
          '<w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText>DATE</w:instrText></w:r>'
+         '<w:r><w:fldChar w:fldCharType="end"/></w:r>',
+         '<w:r><w:fldChar w:fldCharType="begin"/></w:r><w:r><w:instrText> HYPERLINK "h" </w:instrText></w:r>'
+         '<w:r><w:fldChar w:fldCharType="separate"/></w:r><w:r><w:t>linked words</w:t></w:r>'
          '<w:r><w:fldChar w:fldCharType="end"/></w:r>')
 
 
@@ -231,6 +259,22 @@ def test_a_hostile_model_never_loses_text_or_marks_and_the_document_reopens(body
                  'w:type="page"'):
         assert after.count(mark) == before.count(mark), mark
     assert set(re.findall(r'r:id="(rId\d)"', after)) == set(re.findall(r'r:id="(rId\d)"', before))
+    assert fields_nest(after)
+
+
+def fields_nest(xml: str) -> bool:
+    """Whether every field's begin, separate and end come in that order, nested."""
+    stack: list[str] = []
+    for kind in re.findall(r'w:fldCharType="(\w+)"', xml):
+        if kind == "begin":
+            stack.append(kind)
+        elif not stack or (kind == "separate" and stack[-1] != "begin"):
+            return False
+        elif kind == "separate":
+            stack[-1] = kind
+        else:
+            stack.pop()
+    return not stack
 
 
 # --- PowerPoint and Excel ---------------------------------------------------------------------------------

@@ -66,6 +66,7 @@ class OpaqueItem:
     key: Key
     in_run: bool
     dropped: bool = False
+    ordered: bool = False  # a piece of a field: the pieces keep their order
 
 
 Item = TextItem | BreakItem | OpaqueItem
@@ -87,6 +88,7 @@ class Paragraph:
     labels: dict[str, Key | list[OpaqueItem]] = field(default_factory=dict)
     base: Key | None = None
     worded: set[str] = field(default_factory=set)
+    ordered: list[str] = field(default_factory=list)  # labels that must come in this order
 
 
 def label_paragraph(paragraph: Paragraph) -> None:
@@ -120,6 +122,8 @@ def label_paragraph(paragraph: Paragraph) -> None:
     opaque_label = {id(g[0]): (f"x{n + 1}" if len(groups) > 1 else "x") for n, g in enumerate(groups)}
     for g in groups:
         paragraph.labels[opaque_label[id(g[0])]] = g
+        if any(item.ordered for item in g):
+            paragraph.ordered.append(opaque_label[id(g[0])])
     out: list[str] = []
     current: str | None = None
     for item in middle:

@@ -32,7 +32,7 @@ import re
 from bisect import bisect_left, insort
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mtkit.errors import DataError
 from mtkit.formats import markup
@@ -179,22 +179,43 @@ class Part:
     def _fields(self, items: list[Item]) -> list[Item]:
         """Each field begun and ended inside the paragraph (``<w:fldChar>`` begin … end, in the same
         wrappers) as one non-text item from its begin to its end: its code and its result come back as
-        they were. A field across paragraphs (a table of contents) keeps its text translated."""
+        they were; but a hyperlink field's result (the link's words) is translated, its code before
+        and its end after as two items that must keep their order. A field across paragraphs (a table
+        of contents) keeps its text translated."""
         out: list[Item] = []
         open_at: list[int] = []
+        separate_at = -1
         for item in items:
-            kind = (re.search(r'w:fldCharType="(begin|end)"', self.text[item.start:item.end])
+            kind = (re.search(r'w:fldCharType="(begin|separate|end)"', self.text[item.start:item.end])
                     if isinstance(item, OpaqueItem) and item.in_run else None)
             if kind and kind[1] == "begin":
                 open_at.append(len(out))
+            if kind and kind[1] == "separate" and len(open_at) == 1:
+                separate_at = len(out)
             out.append(item)
-            if kind and kind[1] == "end" and open_at:
-                at = open_at.pop()
-                begin = out[at]
-                assert isinstance(begin, OpaqueItem) and begin.key.run and item.key.run  # noqa: S101
-                if begin.key.chain == item.key.chain and not open_at:
-                    run = Run(begin.key.run.head, item.key.run.tail, begin.key.run.props)
-                    out[at:] = [OpaqueItem(begin.start, item.end, Key(begin.key.chain, run), True)]
+            if not (kind and kind[1] == "end" and open_at):
+                continue
+            at = open_at.pop()
+            begin = out[at]
+            assert isinstance(begin, OpaqueItem) and begin.key.run and item.key.run  # noqa: S101
+            if begin.key.chain != item.key.chain or open_at:
+                continue
+            separate = out[separate_at] if separate_at > at else None
+            result = out[separate_at + 1:-1] if separate is not None else []
+            hyperlink = isinstance(separate, OpaqueItem) and re.search(
+                r"<w:instrText\b[^>]*>\s*HYPERLINK\b", self.text[begin.start:separate.start])
+            if (hyperlink and isinstance(separate, OpaqueItem) and separate.key.run
+                    and separate.key.chain == begin.key.chain
+                    and any(isinstance(i, TextItem) and has_words(i.text) for i in result)
+                    and not any(isinstance(i, OpaqueItem) and "w:fldChar" in self.text[i.start:i.end]
+                                for i in result)):
+                head = Run(begin.key.run.head, separate.key.run.tail, begin.key.run.props)
+                code = OpaqueItem(begin.start, separate.end, Key(begin.key.chain, head), True, ordered=True)
+                out[at:] = [code, *result, replace(item, ordered=True)]
+            else:
+                run = Run(begin.key.run.head, item.key.run.tail, begin.key.run.props)
+                out[at:] = [OpaqueItem(begin.start, item.end, Key(begin.key.chain, run), True)]
+            separate_at = -1
         return out
 
     def _collect_run(self, run: Node, props: Node | None, key: Key, items: list[Item]) -> None:
@@ -272,6 +293,9 @@ class Part:
         text(translation[at:])
         if stack:
             return None, f"the translation's tags do not nest: {translation!r}"
+        where = [translation.find(f"<{label}/>") for label in paragraph.ordered]
+        if where != sorted(where):
+            return None, f"a field's end is moved before its start: {translation!r}"
         for label, found in paragraph.labels.items():
             if isinstance(found, list) and used[label] != 1:
                 return None, f"<{label}/> is {'lost' if not used[label] else 'repeated'}: {translation!r}"

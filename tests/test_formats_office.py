@@ -411,3 +411,17 @@ def test_cli_translates_a_docx_with_a_tiny_model(tmp_path):
     bad = CliRunner().invoke(app, ["translate", "-m", str(model), "-i", str(src), "-o",
                                    str(tmp_path / "c.docx")])
     assert bad.exit_code != 0 and not (tmp_path / "c.docx").exists() and isinstance(bad.exception, DataError)
+
+
+def test_a_break_before_the_first_words_or_after_the_last_comes_back_as_it_was():
+    from mtkit.formats.office import DRAWING
+    from mtkit.formats.xml_runs import Part, translate_parts
+
+    text = ('<p:sld xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" '
+            'xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main"><a:p>'
+            '<a:r><a:rPr lang="en-US" sz="1200"/><a:t>Hello world</a:t></a:r>'
+            '<a:br><a:rPr lang="en-US" sz="4000"/></a:br></a:p></p:sld>')
+    [(out, report)] = translate_parts([Part(text, "s.xml", DRAWING)], job().strings, "de")
+    assert out == text.replace('lang="en-US" sz="1200"/><a:t>Hello world',
+                               'lang="de" sz="1200"/><a:t>HELLO WORLD')
+    assert report.translated == 1

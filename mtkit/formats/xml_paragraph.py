@@ -50,10 +50,12 @@ class TextItem:
 
 @dataclass
 class BreakItem:
-    """A tab or line break: ``\\t`` or ``\\n`` in the string."""
+    """A tab or line break: ``\\t`` or ``\\n`` in the string; its element's span in the part."""
 
     char: str
     key: Key
+    start: int = 0
+    end: int = 0
 
 
 @dataclass

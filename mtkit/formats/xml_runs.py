@@ -144,7 +144,7 @@ class Part:
                     items.append(TextItem(inner, key))
             elif (char := dict(d.breaks).get(name)) and not re.search(r'type="(?:page|column)"',
                                                                        self.text[src_start:src_end]):
-                items.append(BreakItem(char, key))
+                items.append(BreakItem(char, key, src_start, src_end))
             elif name == d.spaces:
                 count = child.attrs.get("text:c", "1")
                 items.append(TextItem(" " * (int(count) if count.isdigit() else 1), key))
@@ -335,10 +335,12 @@ class Part:
     def _unit(self, item: Item, tgt_lang: str) -> tuple[tuple[Wrap, ...], str]:
         """An item of the source written as it was (a non-text one with the paragraphs inside it
         translated)."""
-        if isinstance(item, (TextItem, BreakItem)):
-            written = item.text if isinstance(item, TextItem) else item.char
-            return item.key.chain, write_text(self.dialect, item.key.run, written, tgt_lang, False,
+        if isinstance(item, TextItem):
+            return item.key.chain, write_text(self.dialect, item.key.run, item.text, tgt_lang, False,
                                                self.text_tag)
+        if isinstance(item, BreakItem):
+            run, source = item.key.run, self.text[item.start:item.end]
+            return item.key.chain, (run.head + source + run.tail if run else source)
         if item.dropped:
             return item.key.chain, ""
         source = self.render(item.start, item.end)

@@ -122,10 +122,11 @@ def autocast_dtype(precision: str, device: torch.device, setting: str = "--preci
 
 
 def check_decode_precision(precision: str, int8: bool) -> None:
-    """The --precision/--int8 combinations every decoding engine accepts (torch and CTranslate2)."""
-    if precision not in PRECISIONS:
-        raise ConfigError(f"--precision {precision!r}: use auto, fp32, bf16 or fp16")
-    if int8 and precision not in ("auto", "fp32"):
+    """The --precision/--int8 combinations every decoding engine accepts (torch and CTranslate2):
+    decoding also takes ``--precision int8``, the same as ``--int8``."""
+    if precision not in PRECISIONS + ("int8",):
+        raise ConfigError(f"--precision {precision!r}: use auto, fp32, bf16, fp16 or int8")
+    if int8 and precision not in ("auto", "fp32", "int8"):
         raise ConfigError(f"--int8 computes in int8 and fp32; it does not combine with "
                           f"--precision {precision}")
 
@@ -156,9 +157,14 @@ _CT2_COMPUTE = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "auto"
 def ct2_compute_type(precision: str, int8: bool) -> str:
     """CTranslate2's compute_type for --precision/--int8; auto keeps the type chosen at export."""
     check_decode_precision(precision, int8)
-    if int8:
+    if int8 or precision == "int8":
         return "int8_float32"
     return _CT2_COMPUTE[precision]
+
+
+def decode_int8(precision: str, int8: bool = False) -> bool:
+    """Whether a decoding engine quantizes its linear layers to int8 (``--precision int8`` or ``--int8``)."""
+    return int8 or precision == "int8"
 
 
 def decode_dtype(precision: str, device: torch.device, int8: bool = False) -> torch.dtype:
@@ -171,7 +177,10 @@ def decode_dtype(precision: str, device: torch.device, int8: bool = False) -> to
     """
     import torch
     check_decode_precision(precision, int8)
-    if int8:
+    if decode_int8(precision, int8):
+        if device.type != "cpu":
+            raise ConfigError(f"--precision int8 quantizes for the CPU, not {device.type}: use auto, bf16 "
+                              "or fp16 there")
         return torch.float32
     if precision == "auto" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
         return torch.float16  # unlike training (which would need loss scaling), decoding is safe in fp16
@@ -288,5 +297,6 @@ def dist_info_from_env() -> DistInfo:
 
 __all__ = ["KERNEL_CACHE_CAPACITY", "PRECISIONS", "DistInfo", "allowed_cpus", "autocast", "autocast_dtype",
            "bound_kernel_caches", "check_decode_precision", "no_attention_plan_per_shape",
-           "cpu_has_native_bf16", "decode_dtype", "dist_info_from_env", "resolve_device", "thread_count",
+           "cpu_has_native_bf16", "decode_dtype", "decode_int8", "dist_info_from_env", "resolve_device",
+           "thread_count",
            "threads"]

@@ -25,7 +25,7 @@ def test_precision_choices(monkeypatch):
     assert decode_dtype("auto", CPU) is torch.float32
     with pytest.raises(ConfigError, match="fp16 needs a GPU"):
         autocast_dtype("fp16", CPU)
-    with pytest.raises(ConfigError, match="use auto, fp32, bf16 or fp16"):
+    with pytest.raises(ConfigError, match="use auto, fp32, bf16, fp16 or int8"):
         decode_dtype("half", CPU)
     with pytest.raises(ConfigError, match="does not combine"):
         decode_dtype("bf16", CPU, int8=True)

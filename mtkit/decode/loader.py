@@ -8,7 +8,6 @@ runs code from the file.
 from __future__ import annotations
 
 import copy
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,7 +67,7 @@ def load_for_decoding(model: str | Path, checkpoint: str, overrides: Sequence[st
     the model itself, or an ``Ensemble`` of it and the ``ensemble`` models, converted once to ``dtype``
     (or dynamically quantized to int8 on CPU)."""
     if int8 and device.type != "cpu":
-        raise ConfigError("--int8 quantizes for the CPU; use it with --device cpu")
+        raise ConfigError("--precision int8 (--int8) quantizes for the CPU; use it with --device cpu")
     main = load_model(model, checkpoint, overrides, device)
     models = [main.model]
     for other in ensemble:
@@ -88,11 +87,10 @@ def load_for_decoding(model: str | Path, checkpoint: str, overrides: Sequence[st
 
 
 def quantize_int8(model: Seq2Seq) -> Seq2Seq:
-    """Dynamic int8 quantization of the linear layers (weights int8, activations quantized on the
-    fly): smaller and usually faster matrix products on CPU, at a small cost in accuracy."""
-    with warnings.catch_warnings():  # torch marks the eager API deprecated in favour of torchao
-        warnings.simplefilter("ignore")
-        return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+    """int8 weights in the linear layers, for the CPU (`mtkit.decode.quantize`)."""
+    from mtkit.decode.quantize import quantize_int8 as quantize
+
+    return quantize(model)  # type: ignore[return-value]
 
 
 __all__ = ["LoadedModel", "load_for_decoding", "load_model", "quantize_int8"]

@@ -20,7 +20,7 @@ from mtkit.decode.constrained import constrained_search
 from mtkit.decode.loader import load_for_decoding
 from mtkit.decode.search import search
 from mtkit.decode.translation import Hypothesis
-from mtkit.device import decode_dtype, resolve_device, threads
+from mtkit.device import decode_dtype, decode_int8, resolve_device, threads
 from mtkit.vocab import PAD_ID
 
 if TYPE_CHECKING:
@@ -35,11 +35,12 @@ class TorchEngine:
         self.device = resolve_device(load.device)
         self.auto_max_tokens = 0  # the Translator's CPU and GPU budgets
         self.dtype = decode_dtype(load.precision, self.device, load.int8)
+        self.int8 = decode_int8(load.precision, load.int8)
         self.threads = threads_
         self.attention_layer = attention_layer
         with threads(threads_):
             main, self.model = load_for_decoding(model, load.checkpoint, overrides, self.device,
-                                                 self.dtype, load.int8, load.ensemble)
+                                                 self.dtype, self.int8, load.ensemble)
         self.config, self.meta, self.model_dir = main.config, main.meta, main.model_dir
         m = self.config.model
         self.max_positions = m.max_positions if m.arch == "transformer" and m.positions == "learned" else None

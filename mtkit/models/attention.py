@@ -135,9 +135,9 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, causal: 
 
     ``mask``: additive float mask broadcastable to [B, H, T, S]; ``causal``: query t (at absolute
     position q_offset + t) sees keys ≤ q_offset + t. PyTorch's fused SDPA kernel runs unless the
-    weights are wanted, relative positions must enter the scores and outputs, or there is a single
-    query (a decoding step: there the explicit path was measured faster than the kernel's setup).
-    Both paths compute the same function.
+    weights are wanted or relative positions must enter the scores and outputs, decoding steps
+    included (a single query over the strided view of a preallocated cache: faster than the explicit
+    path on CPU). Both paths compute the same function.
     """
     if q.dtype == torch.bfloat16 and q.device.type == "cpu" and torch.is_grad_enabled():
         # CPU attention kernels are several times slower backwards in bf16 than in fp32, so bf16
@@ -146,14 +146,15 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, causal: 
             out, weights = attend(q.float(), k.float(), v.float(), mask, causal, dropout_p, need_weights,
                                   relative, q_offset)
         return out.to(q.dtype), weights
-    if relative is None and not need_weights and q.size(2) > 1:
+    if relative is None and not need_weights:
         if causal and mask is None and q.size(2) == k.size(2) and q_offset == 0:
             return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True), None
         if causal:
             mask = _with_causal(mask, q.size(2), k.size(2), q_offset, q)
-        if mask is not None and q.is_cuda and mask.dtype != q.dtype:
-            # under autocast q is bf16/fp16 while the mask is fp32: CUDA's fused kernels take a mask of
-            # the query's dtype only, else SDPA falls back to its unfused math (-inf stays -inf)
+        if mask is not None and mask.dtype != q.dtype:
+            # under autocast q is bf16/fp16 while the mask is fp32 (CUDA's fused kernels take a mask of
+            # the query's dtype only, else SDPA falls back to its unfused math), and a bf16 model's
+            # mask meets fp32 queries where attention computes in fp32 (-inf stays -inf)
             mask = mask.to(q.dtype)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p), None
 
@@ -243,24 +244,28 @@ class MultiHeadAttention(nn.Module):
                               need_weights, self.relative)
         return self._merge(out), weights
 
-    def forward_self_step(self, x: Tensor, cache: tuple[Tensor, Tensor] | None
-                          ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
-        """Causal self-attention of the newest position x [B, 1, D] over the cached keys and values
-        [B, H, t, dk] of the earlier positions; returns the output and the cache grown by one.
+    def forward_self_step(self, x: Tensor, cache: Tensor, t: int) -> tuple[Tensor, Tensor]:
+        """Causal self-attention of the newest position x [B, 1, D] (at position ``t``) over the
+        positions before it and itself; returns the output and the keys and values [2, B, H, t+1, dk]
+        it attended over.
 
-        (Measured against a preallocated time-major cache written in place: appending with ``cat``
-        to a batch-first cache is faster overall, because beam reordering is then an
-        ``index_select`` over whole contiguous rows and attention reads contiguous keys.)
+        ``cache`` [2, B, H, capacity, dk] holds the keys and values of positions < t. Without
+        gradients this step writes the new key and value into slot t in place and attends over a
+        strided view of slots ≤ t: no copy that grows with the step. With gradients (scheduled
+        sampling) autograd forbids writing into what an earlier step read, so the keys and values
+        are concatenated into a new tensor instead. One fused matmul projects Q, K and V.
         """
-        q, k, v = self.qkv(x).chunk(3, dim=-1)
-        k, v = self._heads(k), self._heads(v)
-        offset = 0
-        if cache is not None:
-            offset = cache[0].size(2)
-            k = torch.cat((cache[0], k), dim=2)
-            v = torch.cat((cache[1], v), dim=2)
-        out, _ = attend(self._heads(q), k, v, None, False, self._drop_p(), False, self.relative, offset)
-        return self._merge(out), (k, v)
+        batch = x.size(0)
+        qkv = self.qkv(x).view(batch, 3, self.heads, self.head_dim)
+        new = qkv[:, 1:].transpose(0, 1)  # [2, B, H, dk]
+        if torch.is_grad_enabled():
+            kv = torch.cat((cache[:, :, :, :t], new.unsqueeze(3)), 3)
+        else:
+            cache[:, :, :, t] = new
+            kv = cache[:, :, :, : t + 1]
+        q = qkv[:, 0].unsqueeze(2)  # [B, H, 1, dk]
+        out, _ = attend(q, kv[0], kv[1], None, False, self._drop_p(), False, self.relative, t)
+        return self._merge(out), kv
 
     def forward_cross(self, x: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None,
                       need_weights: bool = False) -> tuple[Tensor, Tensor | None]:

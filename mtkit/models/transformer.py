@@ -1,9 +1,10 @@
 """The Transformer (Vaswani et al. 2017) behind the ``Seq2Seq`` interface.
 
 Training runs each sublayer over the whole sequence through SDPA (causal masking by ``is_causal``).
-Decoding keeps a per-layer key/value cache of the decoder self-attention, and the encoder-decoder keys
-and values of every layer are projected once in ``encode``, so a ``step`` only processes one new
-token: three small matmuls per sublayer and the output projection of that single position.
+Decoding keeps the key/value cache of the decoder self-attention in one preallocated buffer written in
+place, and the encoder-decoder keys and values of every layer are projected once in ``encode``, so a
+``step`` only processes one new token: one fused Q/K/V matmul, the attention over strided views of the
+cache, the other sublayers' matmuls and the output projection of that single position.
 """
 
 from __future__ import annotations
@@ -103,13 +104,15 @@ class DecoderLayer(nn.Module):
         x = self.cross_res.after(x, y)
         return self.ffn_res.after(x, self.ffn(self.ffn_res.before(x))), weights
 
-    def step(self, x: Tensor, cache: tuple[Tensor, Tensor] | None, keys: Tensor, values: Tensor,
-             mask: Tensor, need_weights: bool) -> tuple[Tensor, tuple[Tensor, Tensor], Tensor | None]:
-        y, cache = self.self_attn.forward_self_step(self.self_res.before(x), cache)
+    def step(self, x: Tensor, cache: Tensor, t: int, keys: Tensor, values: Tensor, mask: Tensor,
+             need_weights: bool) -> tuple[Tensor, Tensor, Tensor | None]:
+        """The newest position x [B, 1, D] at position ``t``; ``cache`` [2, B, H, capacity, dk] is this
+        layer's key/value cache (see ``MultiHeadAttention.forward_self_step``)."""
+        y, kv = self.self_attn.forward_self_step(self.self_res.before(x), cache, t)
         x = self.self_res.after(x, y)
         y, weights = self.cross_attn.forward_cross(self.cross_res.before(x), keys, values, mask, need_weights)
         x = self.cross_res.after(x, y)
-        return self.ffn_res.after(x, self.ffn(self.ffn_res.before(x))), cache, weights
+        return self.ffn_res.after(x, self.ffn(self.ffn_res.before(x))), kv, weights
 
 
 @dataclass(eq=False)
@@ -124,15 +127,45 @@ class TransformerEncoderOutput(EncoderOutput):
 
 @dataclass(eq=False)
 class TransformerState:
-    """Decoder self-attention cache: per layer, keys and values [B, H, t, dk] of the t tokens so far.
-    Every tensor has the batch in dim 0, so ``Seq2Seq.reorder_state``'s default reorders it."""
+    """Decoder self-attention cache of all layers in one buffer [L, 2, B, H, capacity, dk] (keys,
+    then values), of which the first ``length`` positions are filled; None before the first step.
 
-    keys: list[Tensor]
-    values: list[Tensor]
+    A step writes its position in place (the state it returns shares the buffer with the one it was
+    given: a state is used once, as search does). The capacity grows by ``CACHE_CHUNK`` positions at
+    a time, so growing copies the cache once per chunk, not once per step. ``spare`` is a second
+    buffer of the same capacity that beam reordering gathers into (the two then swap), so reordering
+    copies the filled positions once and allocates nothing."""
 
-    @property
-    def length(self) -> int:
-        return self.keys[0].size(2) if self.keys else 0
+    cache: Tensor | None
+    length: int
+    spare: Tensor | None = None
+
+
+#: positions the key/value cache grows by when full
+CACHE_CHUNK = 32
+
+
+def reorder_cache(state: TransformerState, index: Tensor) -> TransformerState:
+    """The state with batch rows ``index`` (beam reordering, finished sentences leaving).
+
+    The identity copies nothing. Otherwise the filled positions of the rows ``index`` names are
+    gathered into the spare buffer in one copy, and the buffers swap. Under autograd (scheduled
+    sampling) the cache is selected into a new tensor."""
+    cache, t = state.cache, state.length
+    if cache is None:
+        return state
+    rows = index.numel()
+    if torch.is_grad_enabled():
+        return TransformerState(cache.index_select(2, index), t)
+    if rows == cache.size(2) and bool((index == torch.arange(rows, device=index.device)).all()):
+        return state
+    spare = state.spare
+    if spare is None or spare.size(2) < rows or spare.size(4) != cache.size(4):
+        shape = list(cache.shape)
+        shape[2] = max(rows, cache.size(2))
+        spare = cache.new_empty(shape)
+    torch.index_select(cache[:, :, :, :, :t], 2, index, out=spare[:, :, :rows, :, :t])
+    return TransformerState(spare[:, :, :rows], t, cache)
 
 
 class Transformer(Seq2Seq):
@@ -254,26 +287,47 @@ class Transformer(Seq2Seq):
                                         cross_values=values)
 
     def init_state(self, enc: TransformerEncoderOutput) -> TransformerState:
-        return TransformerState([], [])
+        return TransformerState(None, 0)
+
+    def reorder_state(self, state: TransformerState, index: Tensor) -> TransformerState:
+        return reorder_cache(state, index)
+
+    def _cache_with_room(self, state: TransformerState, like: Tensor) -> Tensor:
+        """The state's cache with a free slot at position ``state.length`` (grown by a chunk if full).
+        With gradients, the filled positions only: each step then concatenates (see
+        ``MultiHeadAttention.forward_self_step``)."""
+        cache, t = state.cache, state.length
+        grad = torch.is_grad_enabled()
+        if cache is not None and (t < cache.size(4) or grad):
+            return cache
+        heads = self.num_attention_heads
+        rows = like.size(0) if cache is None else cache.size(2)
+        capacity = 0 if grad else t + CACHE_CHUNK
+        grown = like.new_empty((len(self.decoder_layers), 2, rows, heads, capacity, self.d_model // heads))
+        if cache is not None:
+            grown[:, :, :, :, :t] = cache[:, :, :, :, :t]
+        return grown
 
     def step(self, prev_tokens: Tensor, state: TransformerState, enc: TransformerEncoderOutput,
              need_attention: bool = False, attn_layer: int = -1
              ) -> tuple[Tensor, TransformerState, Tensor | None]:
-        x = self._embed(prev_tokens.unsqueeze(1), self.tgt_embed, self.positions, state.length)
+        t = state.length
+        x = self._embed(prev_tokens.unsqueeze(1), self.tgt_embed, self.positions, t)
+        cache = self._cache_with_room(state, x)
         wanted = self._layer_index(attn_layer) if need_attention else -1
-        keys: list[Tensor] = []
-        values: list[Tensor] = []
         attention = None
+        grown: list[Tensor] = []
         for i, layer in enumerate(self.decoder_layers):
-            cache = (state.keys[i], state.values[i]) if state.keys else None
-            x, (k, v), weights = layer.step(x, cache, enc.cross_keys[i], enc.cross_values[i], enc.attn_mask,
-                                            i == wanted)
-            keys.append(k)
-            values.append(v)
+            x, kv, weights = layer.step(x, cache[i], t, enc.cross_keys[i], enc.cross_values[i], enc.attn_mask,
+                                        i == wanted)
+            grown.append(kv)
             if weights is not None:
                 attention = self._source_columns(weights[:, :, 0], enc.src_mask)
+        if torch.is_grad_enabled():
+            cache = torch.stack(grown)
         log_probs = log_softmax_float(self._project(x[:, 0]))
-        return log_probs, TransformerState(keys, values), attention
+        spare = state.spare if cache is state.cache else None  # a grown cache outgrew the spare
+        return log_probs, TransformerState(cache, t + 1, spare), attention
 
 
 __all__ = ["Transformer", "TransformerEncoderOutput", "TransformerState"]

@@ -1,0 +1,132 @@
+"""The torch engine against the ct2 int8 export of the same model: whole `mtkit translate` commands.
+
+    python bench/studies/torch_engine.py --model DIR --export CT2_DIR --input test.en [--ref test.de]
+        [--input other.en ...] [--lines 500] [--runs 2] [--searches greedy,beam5]
+        [--systems fp32,bf16,int8,ct2] [--threads 0] [--work DIR]
+
+Each run is one whole command (start-up, model load, translation of the first ``--lines`` lines) on
+the CPU with all allowed threads. The systems alternate within each round (A B C D, A B C D ...), so a
+machine shared with other work loads them alike; the table gives each system's minimum wall time and
+minimum CPU time (user + system of the child) over the rounds, and their ratio to ct2's. ``--threads``
+goes to every command (0: all allowed cores); on a machine loaded by other work, one thread keeps
+PyTorch's intra-op threads from waiting for each other, which decides its wall time there. With a
+reference it adds BLEU and, for each system beside fp32, `mtkit score`'s paired bootstrap p-value
+against fp32. Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: each system's engine options for `mtkit translate`
+SYSTEMS = {"fp32": ["--precision", "fp32"], "bf16": ["--precision", "bf16"],
+           "int8": ["--precision", "int8"], "ct2": []}
+
+
+def _run(cmd: list[str], out: Path) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system) of one command."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run(cmd, check=True, stderr=subprocess.DEVNULL, cwd=ROOT)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if not out.exists():
+        raise SystemExit(f"{out}: not written")
+    return wall, cpu
+
+
+def _score(hyps: dict[str, Path], ref: Path) -> dict:
+    """BLEU of each system and the paired bootstrap p-value of each against fp32 (`mtkit score`)."""
+    names = list(hyps)
+    cmd = [sys.executable, "-m", "mtkit", "score", "--json", "--metrics", "bleu", "--ref", str(ref)]
+    for name in names:
+        cmd += ["--hyp", str(hyps[name])]
+    result = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT).stdout)
+    return {"systems": names, "score": result}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--export", required=True)
+    parser.add_argument("--input", action="append", required=True)
+    parser.add_argument("--ref", action="append", default=[], help="a reference per --input (in order)")
+    parser.add_argument("--lines", type=int, default=500)
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--searches", default="greedy,beam5")
+    parser.add_argument("--systems", default="fp32,bf16,int8,ct2")
+    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--work", default="bench/work/torch_engine")
+    args = parser.parse_args()
+    work = (ROOT / args.work).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    systems = args.systems.split(",")
+    report: dict = {"cpu": _cpu_name(), "threads": args.threads or len(os.sched_getaffinity(0)),
+                    "lines": args.lines,
+                    "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "results": []}
+    for n, source in enumerate(args.input):
+        lines = Path(source).read_text(encoding="utf-8").splitlines()[: args.lines]
+        src = work / f"input{n}.txt"
+        src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        ref = None
+        if n < len(args.ref):
+            ref = work / f"ref{n}.txt"
+            ref.write_text("\n".join(Path(args.ref[n]).read_text(encoding="utf-8").splitlines()[: args.lines])
+                           + "\n", encoding="utf-8")
+        for search in args.searches.split(","):
+            beam = "1" if search == "greedy" else search.removeprefix("beam")
+            times: dict[str, list[tuple[float, float]]] = {s: [] for s in systems}
+            outs = {s: work / f"out{n}.{search}.{s}.txt" for s in systems}
+            for _ in range(args.runs):
+                for system in systems:
+                    model = args.export if system == "ct2" else args.model
+                    outs[system].unlink(missing_ok=True)
+                    cmd = [sys.executable, "-m", "mtkit", "translate", "-m", model, "--device", "cpu",
+                           "--beam", beam, "--threads", str(args.threads), "-i", str(src), "-o",
+                           str(outs[system]), *SYSTEMS[system]]
+                    times[system].append(_run(cmd, outs[system]))
+            row: dict = {"input": source, "search": search}
+            for system in systems:
+                wall = min(w for w, _ in times[system])
+                cpu = min(c for _, c in times[system])
+                row[system] = {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+                               "sent_per_s": round(len(lines) / wall, 1)}
+            if "ct2" in systems:
+                for system in systems:
+                    row[system]["ct2_over_this_wall"] = round(row["ct2"]["wall_s"] / row[system]["wall_s"], 3)
+                    row[system]["ct2_over_this_cpu"] = round(row["ct2"]["cpu_s"] / row[system]["cpu_s"], 3)
+            first = outs[systems[0]].read_text(encoding="utf-8").splitlines()
+            for system in systems[1:]:
+                other = outs[system].read_text(encoding="utf-8").splitlines()
+                same = sum(a == b for a, b in zip(first, other, strict=True))
+                row[system][f"same_lines_as_{systems[0]}"] = same
+            if ref is not None:
+                row["bleu"] = _score(outs, ref)
+            report["results"].append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+    print(json.dumps(report, indent=1))
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+if __name__ == "__main__":
+    main()

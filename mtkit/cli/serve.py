@@ -19,7 +19,7 @@ def serve_command(
     no_shortlist: bool = typer.Option(False, "--no-shortlist",
                                       help="ct2 engine: ignore an export's vocabulary shortlist (vmap.txt)."),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:N, mps."),
-    precision: str = typer.Option("auto", "--precision", help="auto, fp32, bf16, fp16."),
+    precision: str = typer.Option("auto", "--precision", help="auto, fp32, bf16, fp16, int8 (CPU)."),
     int8: bool = typer.Option(False, "--int8", help="Dynamic int8 quantization (torch engine, CPU)."),
     threads: int = typer.Option(0, "--threads", help="CPU threads per model (0 = all allowed cores)."),
     checkpoint: str = typer.Option("best", "--checkpoint", help="best, last, or a checkpoint path."),

@@ -57,7 +57,8 @@ def translate_command(
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:N, mps."),
     int8: bool = typer.Option(False, "--int8", help="Dynamic int8 quantization of linear layers (CPU)."),
     precision: str = typer.Option("auto", "--precision",
-        help="auto, fp32, bf16 or fp16 (auto: bf16 on GPUs and on CPUs with native bf16, else fp32)."),
+        help="auto, fp32, bf16, fp16 or int8 (auto: bf16 on GPUs and on CPUs with native bf16, else fp32; "
+             "int8: int8 linear layers, CPU only, the same as --int8)."),
     threads: int = typer.Option(0, "--threads", help="CPU threads (0 = all allowed cores)."),
     set: list[str] = typer.Option([], "--set",
         help="Override a decoding key, e.g. --set decoding.beam_size=4."),

@@ -5,14 +5,15 @@ but without the 2-3 CPU-seconds a new interpreter spends importing torch.
 what a user sees: the exit status (``sys.exit`` caught), stdout and stderr apart (the one-line `error:`
 of a bad input included), warnings printed on stderr. What a command changes in the process is put
 back afterwards: environment variables (the CLI sets oneDNN's cache sizes), the working directory,
-PyTorch's thread count, sys.argv and sys.modules["__main__"], warning filters. Tests where the process
-itself is the subject (the `python -m mtkit` entry point, a closed pipe, a signal, torchrun) keep a real
-subprocess.
+PyTorch's thread count, sys.argv and sys.modules["__main__"], warning filters, the SIGINT and SIGTERM
+handlers. Tests where the process itself is the subject (the `python -m mtkit` entry point, a closed
+pipe, a signal, torchrun) keep a real subprocess.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import warnings
@@ -44,6 +45,7 @@ def _process_state_restored(cwd: Path | str | None) -> Iterator[None]:
     here = os.getcwd()
     threads = torch.get_num_threads()
     argv, main_module = sys.argv, sys.modules["__main__"]
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         if cwd is not None:
             os.chdir(cwd)
@@ -52,6 +54,8 @@ def _process_state_restored(cwd: Path | str | None) -> Iterator[None]:
     finally:
         os.chdir(here)
         sys.argv, sys.modules["__main__"] = argv, main_module
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
         for name in set(os.environ) - set(environ):

@@ -13,6 +13,7 @@ models trained on a few hundred made-up sentences. Skipped where transformers is
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -327,10 +328,13 @@ def test_multilingual_opus_mt_target_tokens_become_target_languages(spms, tmp_pa
     assert done.stdout.splitlines() == outputs["fra"][:3]
 
 
-def mtkit_model(root: Path, spms: Path, **model) -> Path:
-    """A random mtkit post-norm model of the settings MarianMT can hold, in a model directory."""
+def mtkit_model(root: Path, spms: Path, languages: dict | None = None, **model) -> Path:
+    """A random mtkit post-norm model of the settings MarianMT can hold, in a model directory;
+    ``languages``: a multilingual model's (meta.json's), its tags pieces of the sentencepiece model."""
     root.mkdir(parents=True)
-    train_bpe([str(spms / "source.txt"), str(spms / "target.txt")], str(root / "bpe"), vocab_size=60)
+    tags = [f"<2{x}>" for x in (languages or {}).get("tgt", [])]
+    train_bpe([str(spms / "source.txt"), str(spms / "target.txt")], str(root / "bpe"), vocab_size=60,
+              symbols=tags)
     size = len(Bpe(root / "bpe.model"))
     cfg = Config()
     settings = {"d_model": 16, "heads": 2, "d_ff": 24, "encoder_layers": 2, "decoder_layers": 2,
@@ -345,11 +349,61 @@ def mtkit_model(root: Path, spms: Path, **model) -> Path:
         for p in net.parameters():
             p.add_(torch.randn_like(p) * 0.3)
     meta = {"src_lang": "en", "tgt_lang": "de", "joint": True, "src_bpe": "bpe.model", "tgt_bpe": "bpe.model",
-            "src_vocab_size": size, "tgt_vocab_size": size}
+            "src_vocab_size": size, "tgt_vocab_size": size, **({"languages": languages} if languages else {})}
     save_checkpoint({"model": net.state_dict(), "config": to_dict(cfg), "vocab": meta},
                     root / "checkpoint_best.pt")
     (root / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
     return root
+
+
+@pytest.mark.parametrize("side", ["source", "decoder"])
+def test_a_multilingual_model_goes_out_with_its_language_tags(side, spms, tmp_path):
+    """A model trained on data.corpora asks for the target language with a tag: before the source (the
+    exported tokenizer knows "<2de>" as a special token, so "<2de> text" gives mtkit's ids) or as the
+    decoder's first input (generate's decoder_start_token_id): generate finds mtkit's greedy tokens and
+    text for each language, the card says how to ask, and import gives back the languages and side."""
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from mtkit.decode.engine import stored_languages
+    from mtkit.decode.translator import Translator
+
+    langs = {"tag": side, "src": ["en"], "tgt": ["de", "fr"], "pairs": [["en", "de"], ["en", "fr"]]}
+    original = mtkit_model(tmp_path / "orig", spms, languages=langs, norm="pre", activation="relu",
+                           sinusoid_layout="interleaved", source_eos=False)
+    hf_dir = export_hf(original, tmp_path / "hf")
+    model, tok = AutoModelForSeq2SeqLM.from_pretrained(hf_dir).eval(), AutoTokenizer.from_pretrained(hf_dir)
+    loaded, bpe = load_model(original), Bpe(original / "bpe.model")
+    lines = [x for x in [*LINES, *sentences(30, 13)] if x and not any(c in x[:-1] for c in ".!?")]
+    texts = {}
+    for lang in ("de", "fr"):
+        tag_id = bpe.piece_ids([f"<2{lang}>"], "test")[f"<2{lang}>"]
+        rows = [([tag_id] if side == "source" else []) + x for x in bpe.encode_ids(lines)]
+        enc = tok([(f"<2{lang}> " if side == "source" else "") + x for x in lines], return_tensors="pt",
+                  padding=True)
+        for row, ids, mask in zip(rows, enc.input_ids.tolist(), enc.attention_mask.tolist(), strict=True):
+            assert row == [i for i, m in zip(ids, mask, strict=True) if m]
+        src = torch.full((len(rows), max(map(len, rows))), PAD_ID, dtype=torch.long)
+        for i, row in enumerate(rows):
+            src[i, :len(row)] = torch.tensor(row)
+        start = tag_id if side == "decoder" else 2
+        with torch.no_grad():
+            out = model.generate(**enc, num_beams=1, **({"decoder_start_token_id": start}
+                                                        if side == "decoder" else {}))
+        found = search(loaded.model, src, loaded.config.decoding, beam_size=1,
+                       start=torch.full((len(rows),), start))
+        for hyps, row in zip(found, out.tolist(), strict=True):
+            assert [start] + hyps[0].tokens + [3] == row[:row.index(3) + 1]
+        texts[lang] = tok.batch_decode(out, skip_special_tokens=True)
+        engine = Translator(original, device="cpu", threads=1, precision="fp32", beam_size=1, tgt_lang=lang)
+        assert engine.translate(lines) == texts[lang]
+    assert texts["de"] != texts["fr"]
+    card = (hf_dir / "README.md").read_text()
+    assert ("<2de> A sentence." if side == "source" else "decoder_start_token_id") in card
+    assert "- fr" in card.split("---")[1]
+    back = import_hf(hf_dir, tmp_path / "back")
+    assert stored_languages(back) == langs
+    sa, sb = loaded.model.state_dict(), load_model(back).model.state_dict()
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
 
 
 @pytest.mark.parametrize("model", [{}, {"tie_embeddings": False, "embed_scale": False}])
@@ -636,8 +690,10 @@ def test_bench_hf_flow_generate_finds_what_mtkit_translate_finds(spms, tmp_path)
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")
     bench = Path(__file__).resolve().parents[1] / "bench" / "studies"
     sent = tmp_path / "src.sent.txt"
+    project = {**os.environ, "PYTHONPATH": os.pathsep.join([str(bench.parents[1]),
+                                                           os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, str(bench / "hf_segment.py"), str(src), "-o", str(sent)],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, env=project)  # mtkit's splitter
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["lines_cut"] >= 2  # ". are and …", "… sat . Where …"
     for beam in (1, 3):

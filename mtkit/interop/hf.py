@@ -27,8 +27,10 @@ from mtkit import __version__
 from mtkit.checkpoint import BEST, load_checkpoint, resolve_checkpoint, save_checkpoint
 from mtkit.config.experiment import CONFIG_FILE, from_dict, save_config, to_dict
 from mtkit.data.bpe import Bpe
+from mtkit.data.corpora import tag
 from mtkit.data.meta import DataMeta, read_meta, write_meta
 from mtkit.errors import CheckpointError, ConfigError, DataError, MtkitError
+from mtkit.interop.hf_card import model_card
 from mtkit.interop.hf_tokenizer import fast_tokenizer
 from mtkit.interop.marian import (
     decoding_settings,
@@ -182,7 +184,11 @@ def import_hf(source: str | Path, output: str | Path) -> Path:
                     tgt_lang=str(tok.get("target_lang") or "tgt"),
                     mtkit_version=__version__)
     targets = marian_languages(src)  # multilingual OPUS-MT: ">>deu<<" before the source asks for deu
-    if targets:
+    stored = hf.get("mtkit_languages")
+    if stored:  # a multilingual mtkit model exported: its languages and where its tags go, as they were
+        meta.languages = _stored_languages(stored, src if stored.get("tag") != "decoder" else tgt,
+                                           source / "config.json")
+    elif targets:
         meta.languages = {"tag": "source", "src": [meta.src_lang], "tgt": targets,
                           "pairs": [[meta.src_lang, t] for t in targets]}
     cfg = from_dict({"model": model, "decoding": decoding, "training": {"model_dir": str(output)},
@@ -209,6 +215,18 @@ def import_hf(source: str | Path, output: str | Path) -> Path:
                         stage / BEST)
 
     return _staged(output, build)
+
+
+def _stored_languages(stored: Any, order: Any, where: Path) -> dict[str, Any]:
+    """``config.json``'s ``mtkit_languages`` (`export_hf` writes meta.json's ``languages``), checked: the
+    tag of every target language is a piece of the side it goes on."""
+    ok = isinstance(stored, dict) and stored.get("tag") in ("source", "decoder") and \
+        isinstance(stored.get("tgt"), list) and all(isinstance(t, str) for t in stored["tgt"])
+    missing = [t for t in stored["tgt"] if tag(t) not in order.pieces] if ok else []
+    if not ok or missing:
+        raise DataError(f"{where}: mtkit_languages " + (f"names {missing[0]!r}, whose tag {tag(missing[0])} "
+                        "is not in the vocabulary" if ok else "is not a tag side and a list of languages"))
+    return stored
 
 
 def _own_pieces(data: bytes, where: str) -> list[str]:
@@ -271,12 +289,15 @@ def export_hf(model: str | Path, output: str | Path, checkpoint: str = "best", *
     tok = {"tokenizer_class": "MarianTokenizer", **langs,
            "separate_vocabs": separate, "model_max_length": 512, "unk_token": "<unk>", "eos_token": "</s>",
            "pad_token": "<pad>"}
+    tags = [tag(t) for t in meta.languages.get("tgt", [])]
+    if meta.languages:  # a multilingual model: import-hf gives it back its languages and tag side
+        config["mtkit_languages"] = meta.languages
     card = model_card(cfg, meta, saved, config["architectures"][0], license, scores)
 
     def build(stage: Path) -> None:
         write_safetensors(stage / "model.safetensors", tensors)
         if not m.source_eos:  # MarianTokenizer would append </s>: a fast tokenizer that does not
-            fast_tokenizer(model_dir / meta.src_bpe, source_eos=False).save_pretrained(stage)
+            fast_tokenizer(model_dir / meta.src_bpe, source_eos=False, tags=tags).save_pretrained(stage)
             written = _json(stage / "tokenizer_config.json")
             tok.clear()
             tok.update({**written, **langs})
@@ -310,49 +331,6 @@ def read_card_scores(path: str | Path) -> dict[str, float]:
         raise DataError(f"{path}: expected `mtkit score --json` output or an object of score names and "
                         "numbers (e.g. {\"BLEU\": 27.1})")
     return {str(k): float(v) for k, v in value.items()}
-
-
-def model_card(cfg: Any, meta: DataMeta, saved: dict[str, Any], architecture: str, license: str,
-               scores: dict[str, float] | None) -> str:
-    """README.md with the Hub's metadata (YAML front matter): languages, pipeline_tag, license, the
-    test scores given, how the model was trained, mtkit's version."""
-    m, t = cfg.model, cfg.training
-    front = ["---", "language:", f"- {meta.src_lang}", f"- {meta.tgt_lang}", f"license: {license}",
-             "pipeline_tag: translation", "library_name: transformers", "tags:", "- translation", "- mtkit",
-             f"- {'pegasus' if m.norm == 'pre' else 'marian'}"]
-    lines = []
-    if scores:
-        pair = f"{meta.src_lang}-{meta.tgt_lang}"
-        front += ["model-index:", f"- name: {pair}", "  results:", "  - task:", "      type: translation",
-                  f"      name: Translation {pair}", "    metrics:"]
-        for name, value in scores.items():
-            front += [f"    - type: {name.lower()}", f"      value: {float(value):.2f}",
-                      f"      name: {name}"]
-        lines.append("Test scores (fp32 `mtkit translate`): "
-                     + ", ".join(f"{k} {float(v):.2f}" for k, v in scores.items()) + ".")
-    front.append("---")
-    valid = (saved.get("metrics") or {}).get("valid")
-    steps = saved.get("step")
-    body = [f"# {meta.src_lang}→{meta.tgt_lang} translation ({architecture})", "",
-            f"Trained with mtkit {meta.mtkit_version or '(version not recorded)'}; exported by mtkit "
-            f"{__version__} (`mtkit export --format hf`).", "",
-            f"- model: Transformer, {m.norm}-norm, d_model {m.d_model}, {m.heads} heads, FFN {m.d_ff} "
-            f"({m.activation}), {m.encoder_layers}+{m.decoder_layers} layers",
-            f"- vocabulary: sentencepiece, {'joint' if meta.joint else 'separate'} "
-            f"({meta.src_vocab_size}/{meta.tgt_vocab_size} pieces)",
-            f"- training: {t.optimizer}, lr {t.lr}, {t.schedule}, max_tokens {t.max_tokens}, label smoothing "
-            f"{t.label_smoothing}" + (f", {steps} updates" if steps else ""),
-            f"- data: {cfg.data.train_src or '(not recorded)'}"]
-    if isinstance(valid, dict) and valid:
-        shown = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in valid.items())
-        body.append(f"- validation at this checkpoint: {shown}")
-    body += ["", *lines, "", "```python",
-             "from transformers import AutoModelForSeq2SeqLM, AutoTokenizer",
-             'tok = AutoTokenizer.from_pretrained("THIS_DIRECTORY")',
-             'model = AutoModelForSeq2SeqLM.from_pretrained("THIS_DIRECTORY")',
-             'out = model.generate(**tok(["A sentence."], return_tensors="pt"))',
-             "print(tok.batch_decode(out, skip_special_tokens=True))", "```", ""]
-    return "\n".join(front + [""] + body)
 
 
 def write_safetensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
@@ -390,9 +368,10 @@ def check_marian(cfg: Any, meta: DataMeta) -> None:
         raise ConfigError("export --format hf: separate vocabularies with model.source_eos=false: "
                           "MarianTokenizer (the one with two vocabularies) appends </s> to the source; "
                           "train with model.source_eos: true or a joint vocabulary; nothing was written")
-    if meta.languages:
-        raise ConfigError("export --format hf: a multilingual model (data.corpora) has language tags that "
-                          "the tokenizer would not add; nothing was written")
+    if meta.languages and m.source_eos:
+        raise ConfigError("export --format hf: a multilingual model (data.corpora) with model.source_eos: "
+                          "true: MarianTokenizer (the one that appends </s>) knows no mtkit language tags; "
+                          "train with model.source_eos: false; nothing was written")
 
 
 __all__ = ["check_marian", "export_hf", "import_hf", "read_card_scores"]

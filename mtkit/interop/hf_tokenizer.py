@@ -51,10 +51,13 @@ def _proto(data: bytes, where: str) -> SimpleNamespace:
     return SimpleNamespace(pieces=pieces, trainer_spec=trainer, normalizer_spec=norm)
 
 
-def fast_tokenizer(spm_file: Path, source_eos: bool) -> Any:
+def fast_tokenizer(spm_file: Path, source_eos: bool, tags: list[str] = ()) -> Any:
     """A ``PreTrainedTokenizerFast`` of ``spm_file`` (mtkit's ids) that appends ``</s>`` iff
-    ``source_eos``; ``save_pretrained`` writes ``tokenizer.json`` and ``tokenizer_config.json``."""
-    from tokenizers import processors
+    ``source_eos``; ``save_pretrained`` writes ``tokenizer.json`` and ``tokenizer_config.json``.
+    ``tags``: a multilingual model's language tags (``<2de>``), special tokens with their own ids, so
+    ``"<2de> text"`` is the tag's id and then exactly the ids of ``"text"`` (sentencepiece itself would
+    put a ``▁`` before the tag and segment the text after it with the space), and decoding skips them."""
+    from tokenizers import AddedToken, processors
     from transformers import PreTrainedTokenizerFast
     from transformers.convert_slow_tokenizer import SpmConverter
 
@@ -66,6 +69,8 @@ def fast_tokenizer(spm_file: Path, source_eos: bool) -> Any:
     tk = SpmConverter.build_tokenizer_from_spm_proto(proto, vocab)
     if tk is None:
         raise DataError(f"{spm_file}: a sentencepiece model transformers cannot convert")
+    if tags:
+        tk.add_special_tokens([AddedToken(t, special=True, normalized=False, rstrip=True) for t in tags])
     if source_eos:
         tk.post_processor = processors.TemplateProcessing(single="$A </s>", pair="$A $B </s>",
                                                           special_tokens=[("</s>", 3)])

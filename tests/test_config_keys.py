@@ -131,6 +131,7 @@ CASES: dict[str, list[Case]] = {
     "data.corpora": [Case("prepare", [CORPUS_XY], also=NO_PAIR)],
     "data.temperature": [Case("prepare", 1.0, {"data.corpora": [CORPUS_XY, CORPUS_XZ], **NO_PAIR})],
     "data.language_tag": [Case("prepare", "decoder", {"data.corpora": [CORPUS_XY, CORPUS_XZ], **NO_PAIR})],
+    "data.markup_augmentation": prep(0.5),  # placeholders and tags in half the training pairs
     "bpe.joint": prep(False),
     "bpe.vocab_size": prep(40),
     "bpe.character_coverage": prep(0.99),  # the five rare characters: < 1 %

@@ -315,18 +315,20 @@ def test_what_the_vocabulary_cannot_write_is_masked_at_once_and_what_it_can_is_n
 def test_a_tag_the_model_drops_is_placed_by_the_word_alignment_not_by_position():
     from mtkit.decode.formats_adapter import search_functions
 
-    # "Click Save now" → "Jetzt klicken Sie auf Speichern": Click–klicken, Save–Speichern, now–Jetzt
-    answers = {"Click Save now": "Jetzt klicken Sie auf Speichern"}
-    model = _Model("abcdefghijklmnopqrstuvwxyzCS ", answers, links=[(0, 1), (1, 4), (2, 0)])
+    # the sentinels dropped: "Click 901 Save 902 now" → "Jetzt klicken Sie auf Speichern", aligned
+    # Click–klicken, Save–Speichern, now–Jetzt (source words 0, 2, 4 of the masked line)
+    answers = {"Click 901 Save 902 now": "Jetzt klicken Sie auf Speichern",
+               "Click Save now": "Jetzt klicken Sie auf Speichern"}
+    model = _Model("abcdefghijklmnopqrstuvwxyzCS ", answers, links=[(0, 1), (2, 4), (4, 0)])
     out = translate_strings(["Click <b>Save</b> now"], *search_functions(model))
-    assert model.seen[0] == ["Click 901 Save 902 now"] and model.seen[1] == ["Click Save now"]
+    assert model.seen == [["Click 901 Save 902 now"]]  # searched once: placed from that translation
     assert (out[0].text, out[0].rescued) == ("Jetzt klicken Sie auf <b>Speichern</b>", "alignment")
     # without an alignment (a plain function), the relative position puts it elsewhere
     out = translate_strings(["Click <b>Save</b> now"],
                             lambda lines: [answers.get(s, re.sub(r"[<>/0-9]|\bb\b", "", s)) for s in lines])
     assert (out[0].text, out[0].rescued) == ("Jetzt klicken <b>Sie</b> auf Speichern", "position")
     # a placeholder goes before the word aligned with the word after it; at the end, after the last's
-    answers = {"Delete files in": "In Dateien löschen"}
-    model = _Model("abcdefghijklmnopqrstuvwxyzDIö ", answers, links=[(0, 2), (1, 1), (2, 0)])
+    answers = {"Delete 901 files in 902": "In Dateien löschen"}
+    model = _Model("abcdefghijklmnopqrstuvwxyzDIö ", answers, links=[(0, 2), (2, 1), (3, 0)])
     out = translate_strings(["Delete {n} files in {dir}"], *search_functions(model))
     assert (out[0].text, out[0].rescued) == ("In {dir} {n} Dateien löschen", "alignment")

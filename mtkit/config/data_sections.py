@@ -89,7 +89,7 @@ class DataConfig:
         "{name}, ${NAME}) or an inline tag pair (<b>…</b>, <a href=\"…\">…</a>) on both sides at aligned "
         "places (a word copied from source to target, or the sentence's edges), drawn with "
         "training.seed, so that the model learns to carry markup (docs/formats.md); pairs that hold "
-        "markup already are left as they are. 0 disables.", 0, 1, when={"corpora": ([],)}
+        "markup already are left as they are; one pair of files only (not data.corpora). 0 disables.", 0, 1
     )
 
 

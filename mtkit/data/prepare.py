@@ -65,6 +65,9 @@ def prepare(cfg: Config, force: bool = False, console: Console | None = None) ->
     """Build (or confirm up to date) the data directory `cfg.data.dir`; returns its meta.json record."""
     console = console or Console(stderr=True, soft_wrap=True)
     if cfg.data.corpora:  # several corpora, one multilingual model: their tagged text is prepared
+        if cfg.data.markup_augmentation:
+            raise ConfigError("data.markup_augmentation applies to one pair of files (data.train_src, "
+                              "data.train_tgt), not to data.corpora: remove one of them")
         corpora = cfg.data.corpora  # checked when the config was loaded (mtkit.data.corpora.check_corpora)
         inputs = [SplitInput(s, *f) for c in corpora for s in SPLITS
                   if (f := (getattr(c, f"{s}_src"), getattr(c, f"{s}_tgt")))[0]]

@@ -71,14 +71,14 @@ class _Search:
                 self.progress.advance(len(lines[at:at + SEARCH_CHUNK]))
 
     def can_write(self, text: str) -> bool:
-        """Whether the target vocabulary spells ``text`` without the unknown subword (a character it
-        never saw, such as ``%`` for a model trained on text without markup; byte fallback spells
-        anything)."""
+        """Whether the target vocabulary spells ``text`` (see ``writes``); a stand-in without one is
+        taken to write anything."""
         vocabulary = getattr(self.translator, "tgt_bpe", None)
-        if vocabulary is None:  # a stand-in without one: what it can write is unknown, so it can
-            return True
+        return True if vocabulary is None else self._writes(vocabulary, text)
+
+    def _writes(self, vocabulary: Any, text: str) -> bool:
         if text not in self._writable:
-            self._writable[text] = UNK_ID not in vocabulary.encode_ids([text])[0]
+            self._writable[text] = writes(vocabulary, text)
         return self._writable[text]
 
     def aligned(self, lines: list[str]) -> list[tuple[str, list[tuple[int, int]] | None]]:
@@ -96,6 +96,14 @@ class _Search:
                 out.append((best.text, word_links(line, t.source_tokens, best.text, best.tokens,
                                                   best.alignment or [])))
         return out
+
+
+def writes(vocabulary: Any, text: str) -> bool:
+    """Whether a target vocabulary (a `mtkit.data.bpe.Bpe`) spells ``text`` without the unknown subword:
+    not so a character it never saw, such as ``%`` for a model trained on text without markup (byte
+    fallback spells anything). A chain of models (a pivot) writes what each of its legs writes: the
+    server's searches may say so as their ``can_write``."""
+    return UNK_ID not in vocabulary.encode_ids([text])[0]
 
 
 def word_links(source: str, source_pieces: list[str], target: str, target_pieces: list[str],
@@ -128,4 +136,4 @@ def search_functions(translator: _Translator, name: str = "<input>", progress: _
     return run, (run if translator.can_constrain else None)
 
 
-__all__ = ["SEARCH_CHUNK", "search_functions", "word_links"]
+__all__ = ["SEARCH_CHUNK", "search_functions", "word_links", "writes"]

@@ -202,6 +202,34 @@ def masked_candidates(candidates: str | Sequence[str], pairs: list[tuple[str, _S
     return [text for text in found if text is not None]
 
 
+def settle(core: str, find: Finder, masked: str, pairs: list[tuple[str, _Slot]], translation: str,
+           links: list[tuple[int, int]] | None, check: Callable[[str], bool]) -> tuple[str, str] | None:
+    """A translation of ``core`` from the one translation of its ``masked`` form (``sentinels``) and its
+    word alignment: the sentinels put back where they came back each once, else the translation
+    without them and the placeholders placed by the alignment of the masked source's other words,
+    else by position; with how, or None where ``check`` accepts none (then the string is translated
+    again without its placeholders: ``rescue``)."""
+    back = unmask(translation, pairs)
+    if back is not None and check(back):
+        return back, "sentinels"
+    numbers = {number for number, _ in pairs}
+    bare, placed = stripped(core, find)
+    source_words = [i for i, w in enumerate(masked.split()) if w not in numbers]
+    target_words = [j for j, w in enumerate(translation.split()) if w.strip(".,;:!?()") not in numbers]
+    text = " ".join(translation.split()[j] for j in target_words)
+    if not text.strip() or len(source_words) != len(bare.split()):
+        return None
+    if links is not None:
+        src_at = {i: n for n, i in enumerate(source_words)}
+        tgt_at = {j: n for n, j in enumerate(target_words)}
+        aligned = project_aligned(text, placed, [(src_at[i], tgt_at[j]) for i, j in links
+                                                 if i in src_at and j in tgt_at])
+        if aligned is not None and check(aligned):
+            return aligned, "alignment"
+    by_position = project(text, placed)
+    return (by_position, "position") if check(by_position) else None
+
+
 def rescue(cores: Sequence[str], finders: Sequence[Finder], translate: Callable[[list[str]], Sequence],
            check: Callable[[int, str], bool], aligned: AlignedFn | None = None,
            masked_already: Sequence[bool] | None = None) -> list[tuple[str, str] | None]:

@@ -247,26 +247,42 @@ def masks_first(core: str, syntax: Syntax, masking: Masking, can_write: Callable
 
 
 def _first_pass(sources: list[str], syntaxes: list[Syntax], translate: TranslateFn, policy: Masking
-                ) -> tuple[list[str], list[str], list[bool]]:
-    """Each core translated once (step 2): its text, its problem ('' for none), and whether it was
-    masked."""
+                ) -> tuple[list[str], list[str], list[bool], dict[int, str]]:
+    """Each core translated once (step 2): its text, its problem ('' for none), whether it was masked,
+    and how the masked ones that passed were put back. A masked core whose sentinels did not all come
+    back is placed from the same translation by its word alignment where the translate function gives
+    one (``aligned``), so that most strings are searched once."""
     can_write = getattr(translate, "can_write", None)
+    aligned = getattr(translate, "aligned", None)
     masked = [masks_first(c, s, policy, can_write) for c, s in zip(sources, syntaxes, strict=True)]
     pairs = {k: masking.sentinels(c, syntaxes[k].finditer) for k, c in enumerate(sources) if masked[k]}
-    lines = [pairs[k][0] if k in pairs else c for k, c in enumerate(sources)]
-    found = list(translate(lines)) if sources else []
     plain = [k for k in range(len(sources)) if not masked[k]]
-    texts, problems = [""] * len(sources), [""] * len(sources)
-    chosen = _choose([sources[k] for k in plain], [found[k] for k in plain], [syntaxes[k] for k in plain])
-    for k, text, problem in zip(plain, *chosen, strict=True):
+    texts, problems, how = [""] * len(sources), [""] * len(sources), {}
+    found = list(translate([sources[k] for k in plain])) if plain else []
+    for k, text, problem in zip(plain, *_choose([sources[k] for k in plain], found,
+                                                 [syntaxes[k] for k in plain]), strict=True):
         texts[k], problems[k] = text, problem
-    for k, (_, back) in pairs.items():
-        unmasked = masking.masked_candidates(found[k], back)
-        good = next((t for t in unmasked if not kept(sources[k], t, syntaxes[k])), None)
-        texts[k] = good if good is not None else (unmasked or [sources[k]])[0]
-        problems[k] = "" if good is not None else (
-            kept(sources[k], unmasked[0], syntaxes[k]) if unmasked else "its sentinels did not come back")
-    return texts, problems, masked
+    order = list(pairs)
+    lines = [pairs[k][0] for k in order]
+    if aligned is not None:
+        results: list = list(aligned(lines)) if lines else []
+    else:
+        results = [(None, c) for c in (translate(lines) if lines else [])]
+    for k, (best, other) in zip(order, results, strict=True):  # (text, links) or (None, candidates)
+        def passes(text: str, k: int = k) -> bool:
+            return not kept(sources[k], text, syntaxes[k])
+
+        candidates = [best] if best is not None else ([other] if isinstance(other, str) else list(other))
+        good = next((t for t in masking.masked_candidates(candidates, pairs[k][1]) if passes(t)), None)
+        got = (good, "sentinels") if good is not None else None
+        if got is None and best is not None:
+            masked_source, back = pairs[k]
+            got = masking.settle(sources[k], syntaxes[k].finditer, masked_source, back, best, other, passes)
+        if got is None:
+            texts[k], problems[k] = sources[k], "its sentinels did not come back"
+        else:
+            (texts[k], how[k]) = got
+    return texts, problems, masked, how
 
 
 def _translate_plain(strings: Sequence[str], translate: TranslateFn, constrained: ConstrainedFn | None,
@@ -278,8 +294,7 @@ def _translate_plain(strings: Sequence[str], translate: TranslateFn, constrained
              for n, piece in enumerate(p.pieces) if piece.core]
     sources = [c for _, _, c in cores]
     core_syntax = [parsed[i].syntax for i, _, _ in cores]
-    texts, problems, masked = _first_pass(sources, core_syntax, translate, policy)
-    rescued: dict[int, str] = {k: "sentinels" for k in range(len(cores)) if masked[k] and not problems[k]}
+    texts, problems, masked, rescued = _first_pass(sources, core_syntax, translate, policy)
     retried: set[int] = set()
     broken = [k for k, problem in enumerate(problems) if problem and not masked[k]]
     if broken and constrained is not None:

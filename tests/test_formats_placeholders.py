@@ -103,13 +103,14 @@ def test_a_broken_piece_is_retried_with_its_placeholders_as_constraints():
 
 
 def test_a_string_still_broken_after_the_retry_is_left_untranslated_with_the_reason():
-    def inventing(lines, constraints=None):
-        return [s + " %x" for s in lines]  # every path (plain, constraints, sentinels, position) breaks
+    def inventing(lines, constraints=None):  # every path (plain, constraints, sentinels) breaks, and
+        # the string without its placeholders ("of") comes back empty: nothing to place them in
+        return [s + " %x" if re.search(r"[%0-9]", s) else "" for s in lines]
 
-    out = translate_strings(["%s of %d", "fine"], inventing, inventing)
+    out = translate_strings(["%s of %d", "fine %s"], inventing, inventing)
     assert out[0].text is None
     assert "added %x" in out[0].problem and "as constraints" in out[0].problem
-    assert out[1].text is None  # "fine %x" gained a directive: a printf-syntax check is not needed here
+    assert out[1].text is None
     # without a constrained search (the ct2 engine) the retry is skipped
     alone = translate_strings(["%s of %d"], inventing, None)
     assert alone[0].text is None and "as constraints" not in alone[0].problem
@@ -131,6 +132,14 @@ def test_a_model_that_will_not_keep_placeholders_gets_them_back_by_sentinels_the
     assert out[0].text == "CLICK <b>SAVE</b> NOW" and out[1].text == "OPEN %s IN %d SECONDS"
     assert calls[1] == ["Click 901 Save 902 now", "Open 901 in 902 seconds"]  # sentinels first
     assert calls[2] == ["Click Save now", "Open in seconds"]  # then without them, put back by position
+
+
+def test_placeholders_a_model_invents_where_it_was_given_none_are_taken_out_before_placing():
+    def inventing(lines, constraints=None):  # writes a %x into every translation, masked or not
+        return [s.upper() + " %x" for s in lines]
+
+    out = translate_strings(["%s of %d"], inventing, inventing)
+    assert (out[0].text, out[0].rescued) == ("%s OF %d", "position")  # "OF %x": the %x is not the source's
 
 
 def test_a_placeholder_the_model_cannot_write_is_put_back_by_position():

@@ -16,7 +16,8 @@ saw a ``%``, ``<`` or ``{``), either engine, the server and a pivot.
    breaks the check (printf's order, nesting), each goes back at the same relative place among the
    words (``project``: a diagonal alignment, the k-th of n source words goes with word k·m/n of m in
    the translation), in the source's order, so printf's ordered directives stay in order and tags
-   stay nested.
+   stay nested. A placeholder the model wrote into a translation of a string given without its
+   placeholders (or with them masked) is invented, and taken out before they are placed.
 
 The caller (formats/placeholders.py) checks what comes back exactly as it checks a plain translation,
 and uses it only where the check passes.
@@ -195,6 +196,29 @@ def _joined(words: list[str], gaps: list[tuple[int, int]], placed: list[Placed])
 AlignedFn = Callable[[list[str]], Sequence[tuple[str, list[tuple[int, int]]]]]
 
 
+def _uninvented(word: str, find: Finder) -> str:
+    """``word`` of a translation without the placeholders in it: where the model was given none (they
+    were taken out or masked), every one it wrote is invented, and would fail the check."""
+    pieces, at = [], 0
+    for m in find(word):
+        pieces.append(word[at:m.start()])
+        at = m.end()
+    return "".join(pieces) + word[at:]
+
+
+def _without_invented(translation: str, links: list[tuple[int, int]] | None, find: Finder
+                      ) -> tuple[str, list[tuple[int, int]] | None]:
+    """A translation of a string given without its placeholders, with those the model invented taken
+    out (a word made of one alone goes), and its alignment renumbered to the words that stay."""
+    words = [_uninvented(w, find) for w in translation.split()]
+    kept = [j for j, w in enumerate(words) if w]
+    at = {j: n for n, j in enumerate(kept)}
+    text = " ".join(words[j] for j in kept)
+    if links is None:
+        return text, None
+    return text, [(i, at[j]) for i, j in links if j in at]
+
+
 def masked_candidates(candidates: str | Sequence[str], pairs: list[tuple[str, _Slot]]) -> list[str]:
     """The candidates of a masked string with their sentinels back as placeholders (those that
     have each exactly once), best first."""
@@ -215,8 +239,9 @@ def settle(core: str, find: Finder, masked: str, pairs: list[tuple[str, _Slot]],
     numbers = {number for number, _ in pairs}
     bare, placed = stripped(core, find)
     source_words = [i for i, w in enumerate(masked.split()) if w not in numbers]
-    target_words = [j for j, w in enumerate(translation.split()) if w.strip(".,;:!?()") not in numbers]
-    text = " ".join(translation.split()[j] for j in target_words)
+    words = [_uninvented(w, find) for w in translation.split()]
+    target_words = [j for j, w in enumerate(words) if w.strip(".,;:!?()") not in numbers and w]
+    text = " ".join(words[j] for j in target_words)
     if not text.strip() or len(source_words) != len(bare.split()):
         return None
     if links is not None:
@@ -254,7 +279,8 @@ def rescue(cores: Sequence[str], finders: Sequence[Finder], translate: Callable[
     else:
         again = [(c if isinstance(c, str) else (list(c) or [""])[0], None)
                  for c in (translate(lines) if left else [])]
-    for k, (_, placed), (best, links) in zip(left, plain, again, strict=True):
+    for k, (_, placed), (found_best, found_links) in zip(left, plain, again, strict=True):
+        best, links = _without_invented(found_best, found_links, finders[k])
         if not best.strip():
             continue
         by_alignment = project_aligned(best, placed, links) if links is not None else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from cli_helpers import run_mtkit
 
 from mtkit.data.bpe import Bpe, train_bpe
 from mtkit.decode.glossary import Glossary, encode_constraints, parse_terms
@@ -91,20 +92,16 @@ def test_every_line_with_a_term_uses_it_and_the_others_are_unchanged(tmp_path):
 
 def test_json_input_carries_per_line_constraints(tmp_path):
     import json
-    import subprocess
-    import sys
 
     model = _model(tmp_path)
     src = tmp_path / "in.jsonl"
     src.write_text(json.dumps({"text": "we like green tea", "constraints": ["river stone"]}) + "\n"
                    + json.dumps({"text": "the cat sat"}) + "\n", encoding="utf-8")
-    run = subprocess.run([sys.executable, "-m", "mtkit", "translate", "-m", str(model), "--device", "cpu",
-                          "--precision", "fp32", "--json-input", "-i", str(src)],
-                         capture_output=True, text=True, timeout=300)
+    run = run_mtkit("translate", "-m", model, "--device", "cpu", "--precision", "fp32", "--json-input",
+                    "-i", src)
     assert run.returncode == 0, run.stderr
     out = run.stdout.splitlines()
     assert len(out) == 2 and "river stone" in out[0]
     src.write_text('{"text": "ok"}\n{"text": 5}\n', encoding="utf-8")
-    bad = subprocess.run([sys.executable, "-m", "mtkit", "translate", "-m", str(model), "--json-input", "-i",
-                          str(src)], capture_output=True, text=True, timeout=300)
+    bad = run_mtkit("translate", "-m", model, "--json-input", "-i", src)
     assert bad.returncode != 0 and bad.stderr.startswith(f"error: {src}:2: expected {{\"text\"")

@@ -8,12 +8,12 @@ from __future__ import annotations
 import codecs
 import random
 import re
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_mtkit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
@@ -296,14 +296,12 @@ def test_cli_format_html_and_one_line_errors(tmp_path):
     model = make_model_dir(tmp_path / "model", beam_size=2, max_len_a=1.0, max_len_b=6)
     src, out = tmp_path / "page.html", tmp_path / "out.html"
     src.write_text(PAGE, encoding="utf-8")
-    run = subprocess.run([sys.executable, "-m", "mtkit", "translate", "-m", str(model), "-i", str(src), "-o",
-                          str(out), "--device", "cpu"], capture_output=True, text=True, timeout=300)
+    run = run_mtkit("translate", "-m", model, "-i", src, "-o", out, "--device", "cpu")
     assert run.returncode == 0, run.stderr
     assert re.search(r"page\.html: \d of 6 text runs translated, \d left as they were", run.stderr)
     assert shape(out.read_text(encoding="utf-8")) == shape(PAGE)
     src.write_text("<p>a <b>x</i></p>\n", encoding="utf-8")
-    bad = subprocess.run([sys.executable, "-m", "mtkit", "translate", "-m", str(model), "-i", str(src), "-o",
-                          str(tmp_path / "none.html")], capture_output=True, text=True, timeout=300)
+    bad = run_mtkit("translate", "-m", model, "-i", src, "-o", tmp_path / "none.html")
     assert bad.returncode != 0 and not (tmp_path / "none.html").exists()
     assert bad.stderr.strip() == f"error: {src}:1: Unexpected end tag : i"
 

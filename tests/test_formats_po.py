@@ -13,6 +13,7 @@ from pathlib import Path
 
 import polib
 import pytest
+from cli_helpers import Result, run_mtkit
 
 from mtkit.errors import DataError
 from mtkit.formats.placeholders import kept, syntax_for
@@ -367,8 +368,9 @@ def model_dir(tmp_path_factory) -> Path:
     return make_model_dir(tmp_path_factory.mktemp("po-model"), beam_size=2, max_len_a=1.0, max_len_b=6)
 
 
-def mtkit(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mtkit", *args], capture_output=True, text=True, timeout=300)
+def mtkit(*args: str) -> Result:
+    """`mtkit ARGS...` in this process: these tests are about the CLI's catalog handling, not the process."""
+    return run_mtkit(*args)
 
 
 @pytest.mark.slow

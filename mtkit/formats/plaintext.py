@@ -19,14 +19,20 @@ from mtkit.formats.syntaxes import GENERIC
 
 _LINE = re.compile(r"([^\r\n]*)(\r\n|\n|\r|$)")
 _WORDY = re.compile(r"[^\W\d_]")
-_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
+#: the byte order marks a text file may start with (UTF-8 first: the others are longer), and their codecs
+BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
          (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
 
 
-def decode_text(data: bytes, name: str) -> tuple[str, str, bytes]:
-    """The text of ``data``, its codec and its BOM (b"" for none): UTF-8, or UTF-16/32 with a BOM."""
+NO_CHARSET = "a text file does not say its charset, so none is guessed: convert it to UTF-8"
+
+
+def decode_text(data: bytes, name: str, boms: tuple[tuple[bytes, str], ...] = BOMS,
+                why: str = NO_CHARSET) -> tuple[str, str, bytes]:
+    """The text of ``data``, its codec and its BOM (b"" for none): UTF-8, or the codec of one of
+    ``boms`` it starts with; else one line naming the first line that does not decode, and ``why``."""
     codec, bom = "utf-8", b""
-    for mark, found in _BOMS:
+    for mark, found in boms:
         if data.startswith(mark):
             codec, bom = found, mark
             break
@@ -35,8 +41,7 @@ def decode_text(data: bytes, name: str) -> tuple[str, str, bytes]:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, len(bom) + exc.start) + 1
         byte = exc.object[exc.start]
-        raise DataError(f"{name}:{line}: not {codec} text (byte {byte:#04x}); a text file does not say "
-                        "its charset, so none is guessed: convert it to UTF-8") from None
+        raise DataError(f"{name}:{line}: not {codec} text (byte {byte:#04x}); {why}") from None
 
 
 def translate_text(data: bytes, name: str, job: DocumentJob) -> DocumentResult:

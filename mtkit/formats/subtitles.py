@@ -21,7 +21,6 @@ timing, a WebVTT file that does not start with ``WEBVTT``.
 
 from __future__ import annotations
 
-import codecs
 import re
 from dataclasses import dataclass, field
 
@@ -29,6 +28,7 @@ from mtkit.errors import DataError
 from mtkit.formats import subtitle_text as cue_text
 from mtkit.formats.documents import DocumentJob, DocumentResult
 from mtkit.formats.placeholders import Outcome
+from mtkit.formats.plaintext import BOMS, decode_text
 
 _LINE = re.compile(r"[^\r\n]*(\r\n|\n|\r|$)")
 #: timings as players read them (the srt library too): a dot or colon before the milliseconds, unpadded
@@ -40,8 +40,6 @@ _VTT_TIMING = re.compile(rf"{_VTT_TIME}[ \t]+-->[ \t]+{_VTT_TIME}(?:[ \t].*)?")
 _VTT_BLOCKS = re.compile(r"(?:NOTE|STYLE|REGION)(?:[ \t]|$)")
 #: cues that run on as one sentence: at most this many, each starting at most this long after the last
 _MAX_JOINED, _MAX_GAP = 4, 2.0
-_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
-         (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
 
 
 @dataclass
@@ -108,19 +106,10 @@ def _summary(name: str, report: Report) -> str:
 
 def _decode(data: bytes, name: str, vtt: bool) -> tuple[str, str, bytes]:
     """The text of ``data``, its codec and its BOM (b"" for none)."""
-    codec, bom = "utf-8", b""
-    for mark, found in _BOMS if not vtt else _BOMS[:1]:
-        if data.startswith(mark):
-            codec, bom = found, mark
-            break
-    try:
-        return data[len(bom):].decode(codec), codec, bom
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, len(bom) + exc.start) + 1
-        why = ("WebVTT is UTF-8" if vtt else "a SubRip file does not say its charset, so none is guessed: "
-               "convert it to UTF-8 (iconv -f cp1252 -t utf-8, or the charset it was written in)")
-        byte = exc.object[exc.start]
-        raise DataError(f"{name}:{line}: not {codec} text (byte {byte:#04x}); {why}") from None
+    if vtt:
+        return decode_text(data, name, BOMS[:1], "WebVTT is UTF-8")
+    return decode_text(data, name, BOMS, "a SubRip file does not say its charset, so none is guessed: "
+                       "convert it to UTF-8 (iconv -f cp1252 -t utf-8, or the charset it was written in)")
 
 
 def _lines(text: str) -> list[tuple[int, str, str]]:

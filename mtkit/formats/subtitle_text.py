@@ -98,30 +98,40 @@ def labelled(texts: list[str]) -> Labelled:
     stamps = 0
     segments = []
     for prefix, pieces, suffix in per_text:
-        out: list[str] = []
-        open_labels: list[tuple[str, int]] = []  # a pair's label and where its content starts in out
-        for kind, name, source in pieces:
-            if kind == "text":
-                out.append(source)
-                continue
-            if kind.startswith("/"):
-                label, inner = open_labels.pop()
-                tags[label].tail = source
-                tags[label].words = has_words("".join(out[inner:]))
-                out.append(f"</{label}>")
-                continue
-            seen[name] += 1
-            label = name if names[name] == 1 else f"{name}{seen[name]}"
-            if kind == "open":
-                tags[label] = Tag(source, empty=False)
-                open_labels.append((label, len(out) + 1))
-                out.append(f"<{label}>")
-            else:
-                tags[label] = Tag(source, timestamp=stamps if kind == "ts" else -1)
-                stamps += kind == "ts"
-                out.append(f"<{label}/>")
-        segments.append(Segment(prefix, "".join(out), suffix))
+        string, stamps = label_pieces(pieces, names, seen, tags, stamps)
+        segments.append(Segment(prefix, string, suffix))
     return Labelled(segments, tags)
+
+
+def label_pieces(pieces: list[tuple[str, str, str]], names: Counter[str], seen: Counter[str],
+                 tags: dict[str, Tag], stamps: int = 0) -> tuple[str, int]:
+    """One text's pieces (kind, name, source; kind "text", "open", "close" or "/…" for its end,
+    "empty" or "ts") as the string for the model: each tag a label, its name alone where ``names``
+    counts it once in the whole document, else numbered by ``seen``; the labels' tags added to
+    ``tags``. Returns the string and the timestamps counted so far (``stamps`` before it)."""
+    out: list[str] = []
+    open_labels: list[tuple[str, int]] = []  # a pair's label and where its content starts in out
+    for kind, name, source in pieces:
+        if kind == "text":
+            out.append(source)
+            continue
+        if kind == "close" or kind.startswith("/"):
+            label, inner = open_labels.pop()
+            tags[label].tail = source
+            tags[label].words = has_words("".join(out[inner:]))
+            out.append(f"</{label}>")
+            continue
+        seen[name] += 1
+        label = name if names[name] == 1 else f"{name}{seen[name]}"
+        if kind == "open":
+            tags[label] = Tag(source, empty=False)
+            open_labels.append((label, len(out) + 1))
+            out.append(f"<{label}>")
+        else:
+            tags[label] = Tag(source, timestamp=stamps if kind == "ts" else -1)
+            stamps += kind == "ts"
+            out.append(f"<{label}/>")
+    return "".join(out), stamps
 
 
 def _pieces(text: str) -> tuple[str, list[tuple[str, str, str]], str]:

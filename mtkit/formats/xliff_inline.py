@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 
 from mtkit.formats.markup import Node, Token
-from mtkit.formats.subtitle_text import Labelled, Segment, Tag, has_words
+from mtkit.formats.subtitle_text import Labelled, Segment, Tag, label_pieces
 
 #: codes whose content is text to translate (1.2 and 2.0)
 _PAIRED = frozenset(("g", "mrk", "pc"))
@@ -101,24 +101,6 @@ def labelled_content(children: list[Node | int], text: str, tokens: list[Token])
     writer = _Writer(text, tokens)
     writer.walk(children)
     names = Counter(name for kind, name, _ in writer.items if kind in ("open", "empty"))
-    seen: Counter[str] = Counter()
     tags: dict[str, Tag] = {}
-    out: list[str] = []
-    stack: list[tuple[str, int]] = []
-    for kind, name, source in writer.items:
-        if kind == "text":
-            out.append(source)
-            continue
-        if kind == "close":
-            label, inner = stack.pop()
-            tags[label].tail = source
-            tags[label].words = has_words("".join(out[inner:]))
-            out.append(f"</{label}>")
-            continue
-        seen[name] += 1
-        label = name if names[name] == 1 else f"{name}{seen[name]}"
-        tags[label] = Tag(source, empty=kind == "empty")
-        if kind == "open":
-            stack.append((label, len(out) + 1))
-        out.append(f"<{label}/>" if kind == "empty" else f"<{label}>")
-    return Labelled([Segment("", "".join(out), "")], tags)
+    string, _ = label_pieces(writer.items, names, Counter(), tags)
+    return Labelled([Segment("", string, "")], tags)

@@ -252,10 +252,8 @@ def fingerprint(cfg: Config, splits: list[SplitInput]) -> str:
         data["draws"] = "per epoch"
     if data["language_tag"] == "source":  # the default: a data dir prepared before the key stays valid
         del data["language_tag"]
-    if not data["markup_augmentation"]:  # the same
-        del data["markup_augmentation"]
-    else:  # the augmentation's draws
-        data["markup_seed"] = cfg.training.seed
+    if data.pop("markup_augmentation"):  # the same; with it, its draws
+        data.update(markup_augmentation=cfg.data.markup_augmentation, markup_seed=cfg.training.seed)
     files = [_file_id(p) for s in splits for p in (s.src, s.tgt)]
     models = [_file_id(m) for m in _given_models(cfg)]
     return _digest({"version": PREPARE_VERSION, "data": data, "bpe": dataclasses.asdict(cfg.bpe),

@@ -145,12 +145,12 @@ def test_incremental_self_attention_equals_causal_full_pass() -> None:
         x = torch.randn(2, 5, 8)
         with torch.no_grad():
             full, _ = mha.forward_self(x, causal=True)
-            cache, outs = None, []
+            cache, outs = torch.zeros(2, 2, 2, 5, 4), []  # keys and values [2, B, H, capacity, dk]
             for t in range(5):
-                out, cache = mha.forward_self_step(x[:, t: t + 1], cache)
+                out, seen = mha.forward_self_step(x[:, t: t + 1], cache, t)
                 outs.append(out)
         assert torch.allclose(torch.cat(outs, 1), full, atol=1e-6)
-        assert cache[0].shape == (2, 2, 5, 4)
+        assert seen[0].shape == (2, 2, 5, 4)  # the last step attended over all five positions
 
 
 def test_cross_attention_weights_ignore_padding() -> None:

@@ -85,7 +85,7 @@ def test_the_flag_file_lists_the_lines_below_the_threshold_least_confident_first
     written = [line.split("\t") for line in out.read_text(encoding="utf-8").splitlines()]
     assert len(written) == len(lines) and all(len(w) == 3 for w in written)
     assert [float(w[1]) for w in written] == pytest.approx(confidences, abs=1e-4)
-    assert f"{len(below)} of {len(lines)} lines" in proc.stderr.decode()
+    assert f"{len(below)} of {len(lines)} lines" in proc.stderr
 
 
 @pytest.mark.parametrize("args", [["--flag-file", "F"], ["--min-confidence", "0.5"],
@@ -95,7 +95,7 @@ def test_review_options_that_cannot_give_one_list_are_refused(model_dir, tmp_pat
     src = tmp_path / "in.txt"
     src.write_text("the cat .\n", encoding="utf-8")
     proc = run_cli("-m", str(model_dir), "-i", str(src), "-o", str(tmp_path / "out.txt"), *args)
-    err = proc.stderr.decode()
+    err = proc.stderr
     assert proc.returncode != 0 and "Traceback" not in err
     assert "--min-confidence" in err or "--flag-file" in err
     assert not (tmp_path / "F").exists()

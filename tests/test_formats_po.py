@@ -135,8 +135,10 @@ def test_no_fuzzy_and_retranslate():
 
 
 def test_an_entry_whose_translation_breaks_a_placeholder_stays_empty_and_is_reported():
-    def inventing(lines):  # adds a directive to one string whatever form it is given in
-        return [s.upper() + (" %x" if "open" in s.lower() else "") for s in lines]
+    def inventing(lines):  # adds a directive to one string in every form it is given in, and to the
+        # string without its placeholders (whose invented directives would be taken out) a stray %
+        return [s.upper() + ((" %x" if "%" in s or "90" in s or s == "Open" else " 50 %")
+                             if "open" in s.lower() else "") for s in lines]
 
     out, report = translate_text(CATALOG, model=inventing)
     assert 'msgid "Cannot open %s: %s"\nmsgstr ""' in out
@@ -315,7 +317,8 @@ def test_qt_directives_may_move_and_printf_ones_may_not():
     _, report = translate_text(FAMILIES, model=lambda ls: ["%2 KOPIE %1" if "%1" in s else s for s in ls])
     assert not any("Copy %1" in line for line in report.left)
     swapped = 'msgid ""\nmsgstr ""\n\n#, c-format\nmsgid "%s of %d"\nmsgstr ""\n'
-    _, report = translate_text(swapped, model=lambda ls: ["%d VON %s" for _ in ls])
+    # every form of the string comes back with the directives swapped (and no words to place them in)
+    _, report = translate_text(swapped, model=lambda ls: ["%d VON %s" if "%" in s else "%d %s" for s in ls])
     assert report.left and "%s %d out of order" in report.left[0]
 
 

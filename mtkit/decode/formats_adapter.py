@@ -88,14 +88,18 @@ class _Search:
         out: list[tuple[str, list[tuple[int, int]] | None]] = []
         for _, part in self._chunks(lines):
             found = self.translator.translate_chunk(part, name=self.name, need_attention=True)
-            for line, t in zip(part, found, strict=True):
-                best = t.hypotheses[0] if t.hypotheses else None
-                if best is None:
-                    out.append(("", None))
-                    continue
-                out.append((best.text, word_links(line, t.source_tokens, best.text, best.tokens,
-                                                  best.alignment or [])))
+            out += [best_with_links(line, t) for line, t in zip(part, found, strict=True)]
         return out
+
+
+def best_with_links(line: str, translation: Any) -> tuple[str, list[tuple[int, int]] | None]:
+    """A translation's best hypothesis (a `mtkit.decode.translation.Translation` of ``line`` searched
+    with attention) and its word alignment (``word_links``); ("", None) where it has none."""
+    best = translation.hypotheses[0] if translation.hypotheses else None
+    if best is None:
+        return "", None
+    links = word_links(line, translation.source_tokens, best.text, best.tokens, best.alignment or [])
+    return best.text, links
 
 
 def writes(vocabulary: Any, text: str) -> bool:
@@ -136,4 +140,4 @@ def search_functions(translator: _Translator, name: str = "<input>", progress: _
     return run, (run if translator.can_constrain else None)
 
 
-__all__ = ["SEARCH_CHUNK", "search_functions", "word_links", "writes"]
+__all__ = ["SEARCH_CHUNK", "best_with_links", "search_functions", "word_links", "writes"]

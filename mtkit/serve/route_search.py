@@ -14,7 +14,7 @@ from __future__ import annotations
 import concurrent.futures
 from typing import Any
 
-from mtkit.decode.formats_adapter import search_functions
+from mtkit.decode.formats_adapter import best_with_links, search_functions
 from mtkit.serve.batcher import Settings
 from mtkit.serve.context import Server
 from mtkit.serve.models import Route, ServedModel
@@ -49,16 +49,9 @@ class RouteSearch:
 
     def _aligned(self, lines: list[str]) -> list[tuple[str, list[tuple[int, int]] | None]]:
         """Each line's best translation with its word alignment, from the attention (as offline)."""
-        from mtkit.decode.formats_adapter import word_links  # type: ignore[attr-defined]
-
         model = self.route.legs[0]
-        out: list[tuple[str, list[tuple[int, int]] | None]] = []
-        for line, t in zip(lines, self._run(model, lines, Settings(model.default_beam, 1, attention=True)),
-                           strict=True):
-            best = t.hypotheses[0] if t.hypotheses else None
-            out.append(("", None) if best is None else (best.text, word_links(
-                line, t.source_tokens, best.text, best.tokens, best.alignment or [])))
-        return out
+        found = self._run(model, lines, Settings(model.default_beam, 1, attention=True))
+        return [best_with_links(line, t) for line, t in zip(lines, found, strict=True)]
 
     def _run(self, model: ServedModel, lines: list[str], settings: Settings,
              constraints: list[list[str]] | None = None) -> list[Any]:

@@ -157,7 +157,7 @@ _CT2_COMPUTE = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "auto"
 def ct2_compute_type(precision: str, int8: bool) -> str:
     """CTranslate2's compute_type for --precision/--int8; auto keeps the type chosen at export."""
     check_decode_precision(precision, int8)
-    if int8 or precision == "int8":
+    if decode_int8(precision, int8):
         return "int8_float32"
     return _CT2_COMPUTE[precision]
 

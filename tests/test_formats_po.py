@@ -135,10 +135,11 @@ def test_no_fuzzy_and_retranslate():
 
 
 def test_an_entry_whose_translation_breaks_a_placeholder_stays_empty_and_is_reported():
-    def inventing(lines):  # adds a directive to one string in every form it is given in, and to the
-        # string without its placeholders (whose invented directives would be taken out) a stray %
-        return [s.upper() + ((" %x" if "%" in s or "90" in s or s == "Open" else " 50 %")
-                             if "open" in s.lower() else "") for s in lines]
+    def inventing(lines):  # adds a directive to one string in every form it is given in, and gives
+        # the string without its placeholders back empty (an invented directive or stray % would be
+        # taken out there): nothing to place them in
+        return [s.upper() if "open" not in s.lower() else
+                s.upper() + " %x" if "%" in s or "90" in s or s == "Open" else "" for s in lines]
 
     out, report = translate_text(CATALOG, model=inventing)
     assert 'msgid "Cannot open %s: %s"\nmsgstr ""' in out

@@ -59,8 +59,10 @@ def _slots(core: str, find: Finder) -> tuple[list[str], list[_Slot]]:
 
 
 def sentinels(core: str, find: Finder) -> tuple[str, list[tuple[str, _Slot]]]:
-    """``core`` with each placeholder a number it does not hold, spaced off; and (number, slot) pairs."""
-    texts, slots = _slots(core, find)
+    """``core`` with each placeholder a number it does not hold, spaced off (with the pair of marks it
+    stood alone in: ``"%s"`` is one number, so that the words are those ``stripped`` gives); and
+    (number, slot) pairs."""
+    texts, slots = _enclosed(*_slots(core, find))
     numbers, n = [], SENTINEL_BASE
     for _ in slots:
         while str(n) in core:
@@ -75,13 +77,16 @@ def sentinels(core: str, find: Finder) -> tuple[str, list[tuple[str, _Slot]]]:
 
 def unmask(translation: str, pairs: list[tuple[str, _Slot]]) -> str | None:
     """The translation with each sentinel back as its placeholder, or None where one is missing or
-    written more than once."""
-    out = translation
+    written more than once. All are found before any is put back, and put back from the last, so that
+    a placeholder ending in a digit (``%1``) glued to the next sentinel does not hide it."""
+    spans = []
     for number, slot in pairs:
-        found = list(re.finditer(rf"(?<!\d){number}(?!\d)", out))
+        found = list(re.finditer(rf"(?<!\d){number}(?!\d)", translation))
         if len(found) != 1:
             return None
-        start, end = found[0].span()
+        spans.append((found[0].start(), found[0].end(), slot))
+    out = translation
+    for start, end, slot in sorted(spans, key=lambda span: span[0], reverse=True):
         if slot.glue_left:
             while start > 0 and out[start - 1] == " ":
                 start -= 1
@@ -106,16 +111,39 @@ class Placed:
         return self.before / self.total if self.total else 1.0
 
 
+#: a pair of marks that a placeholder alone may stand in (``"%s"``, ``(%d)``, ``»{0}«``): given without
+#: the placeholder, the model would see an empty pair, which means nothing to it
+_PAIRS = dict(zip("\"'`‘“„»«([", "\"''’”“«»)]", strict=True))
+
+
+def _enclosed(texts: list[str], slots: list[_Slot]) -> tuple[list[str], list[_Slot]]:
+    """``_slots``'s pieces with each placeholder that stands alone in a pair of marks taking the pair
+    with it (``column "%s" is`` → ``column``, ``"%s"``, ``is``)."""
+    texts = list(texts)
+    slots = list(slots)
+    for n, slot in enumerate(slots):
+        before, after = texts[n], texts[n + 1]
+        alone = (len(before) < 2 or not before[-2].isalnum()) and (len(after) < 2 or not after[1].isalnum())
+        if before and after and before[-1] in _PAIRS and after[0] in _PAIRS[before[-1]] and alone:
+            texts[n], texts[n + 1] = before[:-1], after[1:]
+            slots[n] = _Slot(before[-1] + slot.text + after[0], bool(texts[n]) and not texts[n][-1].isspace(),
+                             bool(texts[n + 1]) and not texts[n + 1][0].isspace())
+    return texts, slots
+
+
 def stripped(core: str, find: Finder) -> tuple[str, list[Placed]]:
-    """``core`` without its placeholders, and where each placeholder stood among its words."""
-    texts, slots = _slots(core, find)
-    words_before, count = [], 0
-    for text in texts[:-1]:
-        count += len(text.split())
-        words_before.append(count)
-    total = count + len(texts[-1].split())
+    """``core`` without its placeholders (each with the pair of marks it stood alone in), and where each
+    placeholder stood among its words: counted in the text as the model is given it, where a
+    placeholder glued to words on both sides (``file%sname``) leaves a space, not one word made of two."""
+    texts, slots = _enclosed(*_slots(core, find))
+    parts, words_before = [texts[0]], []
+    for slot, text in zip(slots, texts[1:], strict=True):
+        words_before.append(len("".join(parts).split()))
+        parts += [" " if slot.glue_left and slot.glue_right else "", text]
+    bare = re.sub(r"\s+", " ", "".join(parts)).strip()
+    total = len(bare.split())
     placed = [Placed(slot, before, total) for before, slot in zip(words_before, slots, strict=True)]
-    return re.sub(r"\s+", " ", "".join(texts)).strip(), placed
+    return bare, placed
 
 
 def project(translation: str, placed: list[Placed]) -> str:
@@ -149,7 +177,8 @@ def project_aligned(translation: str, placed: list[Placed], links: list[tuple[in
             continue
         previous = targets.get(p.before - 1) if p.before > 0 else None
         following = targets.get(p.before) if p.before < p.total else None
-        with_previous = _CLOSE.match(p.slot.text) or (p.slot.glue_left and not p.slot.glue_right)
+        closing = _CLOSE.match(p.slot.text) or p.slot.text == "%>"
+        with_previous = closing or (p.slot.glue_left and not p.slot.glue_right)
         if previous and (with_previous or not following):
             gaps[n] = (max(previous) + 1, 0)
         elif following:
@@ -160,12 +189,14 @@ def project_aligned(translation: str, placed: list[Placed], links: list[tuple[in
 
 
 def _tag_pairs(placed: list[Placed]) -> list[tuple[int, int]]:
-    """(opening, closing) indices of the tag pairs among ``placed``, matched by nesting."""
+    """(opening, closing) indices of the tag pairs among ``placed``, matched by nesting (gcc's quotes
+    ``%<`` … ``%>`` a pair too)."""
     pairs, stack = [], []
     for n, p in enumerate(placed):
-        if (m := _OPEN.match(p.slot.text)) and not p.slot.text.endswith("/>"):
-            stack.append((m[1], n))
-        elif (m := _CLOSE.match(p.slot.text)) and stack and stack[-1][0] == m[1]:
+        if p.slot.text == "%<" or (m := _OPEN.match(p.slot.text)) and not p.slot.text.endswith("/>"):
+            stack.append(("%<" if p.slot.text == "%<" else m[1], n))
+        elif p.slot.text == "%>" and stack and stack[-1][0] == "%<" or \
+                (m := _CLOSE.match(p.slot.text)) and stack and stack[-1][0] == m[1]:
             pairs.append((stack.pop()[1], n))
     return pairs
 

@@ -49,6 +49,7 @@ from mtkit.formats.syntaxes import (  # noqa: F401 (kept, placeholders, syntax_f
     PLACEHOLDER,
     PRINTF_FLAGS,
     Syntax,
+    guarded,
     in_order,
     kept,
     placeholders,
@@ -255,7 +256,8 @@ def _first_pass(sources: list[str], syntaxes: list[Syntax], translate: Translate
     can_write = getattr(translate, "can_write", None)
     aligned = getattr(translate, "aligned", None)
     masked = [masks_first(c, s, policy, can_write) for c, s in zip(sources, syntaxes, strict=True)]
-    pairs = {k: masking.sentinels(c, syntaxes[k].finditer) for k, c in enumerate(sources) if masked[k]}
+    finders = [guarded(c, s).finditer for c, s in zip(sources, syntaxes, strict=True)]
+    pairs = {k: masking.sentinels(c, finders[k]) for k, c in enumerate(sources) if masked[k]}
     plain = [k for k in range(len(sources)) if not masked[k]]
     texts, problems, how = [""] * len(sources), [""] * len(sources), {}
     found = list(translate([sources[k] for k in plain])) if plain else []
@@ -277,7 +279,7 @@ def _first_pass(sources: list[str], syntaxes: list[Syntax], translate: Translate
         got = (good, "sentinels") if good is not None else None
         if got is None and best is not None:
             masked_source, back = pairs[k]
-            got = masking.settle(sources[k], syntaxes[k].finditer, masked_source, back, best, other, passes)
+            got = masking.settle(sources[k], finders[k], masked_source, back, best, other, passes)
         if got is None:
             texts[k], problems[k] = sources[k], "its sentinels did not come back"
         else:
@@ -314,7 +316,8 @@ def _translate_plain(strings: Sequence[str], translate: TranslateFn, constrained
         def keeps(j: int, text: str) -> bool:
             return not kept(cores[lost[j]][2], text, core_syntax[lost[j]])
 
-        found = masking.rescue([cores[k][2] for k in lost], [core_syntax[k].finditer for k in lost],
+        found = masking.rescue([cores[k][2] for k in lost], [guarded(cores[k][2], core_syntax[k]).finditer
+                                                                for k in lost],
                                translate, keeps, getattr(translate, "aligned", None),
                                [masked[k] for k in lost])
         for k, got in zip(lost, found, strict=True):

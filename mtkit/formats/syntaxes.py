@@ -110,7 +110,7 @@ def kept(source: str, translation: str, syntax: Syntax = GENERIC) -> str:
         return "; ".join(part for part in (
             "lost " + " ".join(sorted(lost.elements())) if lost else "",
             "added " + " ".join(sorted(added.elements())) if added else "") if part)
-    if syntax.printf or any(_PRINTF_WHOLE.fullmatch(p) for p in want):
+    if reads_printf(source, syntax):
         c_lost = Counter(_PRINTF_C.findall(source)) - Counter(_PRINTF_C.findall(translation))
         c_added = Counter(_PRINTF_C.findall(translation)) - Counter(_PRINTF_C.findall(source))
         if c_lost or c_added:
@@ -123,6 +123,32 @@ def kept(source: str, translation: str, syntax: Syntax = GENERIC) -> str:
     if order_want != [p for p in got if _ordered(p)]:
         return " ".join(order_want) + " out of order"
     return ""
+
+
+def reads_printf(source: str, syntax: Syntax = GENERIC) -> bool:
+    """Whether ``kept`` reads a translation of ``source`` as printf does (the syntax is printf's, or the
+    source holds a printf directive): then a ``%`` that starts no directive, or one C reads that the
+    generic set does not (``% d``), must not be added."""
+    return syntax.printf or any(_PRINTF_WHOLE.fullmatch(p) for p in placeholders(source, syntax))
+
+
+#: what besides its placeholders is taken out of a string that printf reads, before the model sees it:
+#: directives C reads ("% d"), gcc's quotes (``%<``, ``%>``) and any other ``%`` with the letters after it
+#: (``%qD``) — a model that duplicates or invents one of these breaks the check as surely as a ``%s``
+_STRAY_PERCENT = f"{_PRINTF_C.pattern}|%[<>]|%[A-Za-z]*"
+_GUARDED: dict[Syntax, Syntax] = {}
+
+
+def guarded(source: str, syntax: Syntax = GENERIC) -> Syntax:
+    """The syntax whose matches are taken out of ``source`` when it is masked or translated without its
+    placeholders (formats/masking.py): ``syntax``, and where ``kept`` reads printf (``reads_printf``),
+    every other ``%`` too, so that the model is given none to duplicate and those it invents can be
+    told apart and taken out."""
+    if not reads_printf(source, syntax):
+        return syntax
+    if syntax not in _GUARDED:
+        _GUARDED[syntax] = Syntax(re.compile(f"(?:{syntax.regex.pattern})|{_STRAY_PERCENT}"), syntax.printf)
+    return _GUARDED[syntax]
 
 
 def _nested(found: list[str]) -> bool:

@@ -4,17 +4,21 @@ function `mtkit translate` makes of a Translator (mtkit.decode.formats_adapter),
 to the models' batchers, so that a document's sentences are batched with every other request's.
 
 It offers what the offline function offers, so that a file comes back as `mtkit translate` writes it:
-every candidate of the beam, the constrained search where the last leg's engine has one, and the
-model's ``can_write`` and ``aligned`` where the offline function has them (``aligned`` on a direct
-route only: through a pivot the last leg's attention is on the pivot text, not the source).
+every candidate of the beam, the constrained search where the last leg's engine has one, the models'
+``can_write`` and, on a direct route, ``aligned`` (through a pivot the last leg's attention is on the
+pivot text, not the source). Through a pivot a placeholder reaches the target only if every leg
+writes it: the first leg must carry it into the pivot text for the last to copy, so ``can_write`` asks
+each leg's target vocabulary, and a string is masked where any leg cannot. The answers are kept per
+vocabulary (``writes_cached``): a page or document builds one RouteSearch, and each asks again.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 from typing import Any
 
-from mtkit.decode.formats_adapter import best_with_links, search_functions
+from mtkit.decode.formats_adapter import best_with_links, writes
 from mtkit.serve.batcher import Settings
 from mtkit.serve.context import Server
 from mtkit.serve.models import Route, ServedModel
@@ -32,11 +36,14 @@ class RouteSearch:
 
     def __init__(self, server: Server, route: Route):
         self.server, self.route = server, route
-        offline: Any = search_functions(route.legs[-1].translator)[0]
-        if hasattr(offline, "can_write"):
-            self.can_write = offline.can_write  # the vocabulary's answer: no search, no batcher
-        if len(route.legs) == 1 and hasattr(offline, "aligned"):
+        self._vocabularies = [getattr(leg.translator, "tgt_bpe", None) for leg in route.legs]
+        if len(route.legs) == 1:
             self.aligned = self._aligned
+
+    def can_write(self, text: str) -> bool:
+        """Whether every leg's target vocabulary spells ``text`` (see the module's docstring; a leg
+        without one is taken to write anything, as offline): no search, no batcher."""
+        return all(vocabulary is None or writes_cached(vocabulary, text) for vocabulary in self._vocabularies)
 
     def __call__(self, lines: list[str], constraints: list[list[str]] | None = None) -> list[list[str]]:
         legs = self.route.legs
@@ -68,3 +75,10 @@ class RouteSearch:
                 raise
             self.server.metrics.sentences(model.name, len(part))
         return out
+
+
+@functools.lru_cache(maxsize=4096)
+def writes_cached(vocabulary: Any, text: str) -> bool:
+    """``writes`` kept per (vocabulary, text), across requests: a server's vocabularies live as long
+    as it does, and a catalog's placeholders repeat (bounded, for requests that make up new ones)."""
+    return writes(vocabulary, text)

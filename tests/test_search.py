@@ -174,6 +174,26 @@ def test_batched_equals_one_by_one(model):
                 assert a.score == pytest.approx(b.score, abs=1e-4)
 
 
+@pytest.mark.parametrize("fraction", [0.25, 1.0])
+def test_greedy_same_whether_finished_rows_leave_at_once_or_ride_along(model, fraction, monkeypatch):
+    """Greedy search keeps finished rows in the batch until a share of them has finished: they must
+    neither finish twice nor change what the live rows write, their scores or their attention."""
+    import mtkit.decode.search as search_module
+
+    src = random_src(12, seed=21, lo=1, hi=12)
+    cfg = DecodingConfig(max_len_a=1.5, max_len_b=2)
+    monkeypatch.setattr(search_module, "COMPACT_FRACTION", 0.0)  # every finished row leaves at once
+    at_once = search(model, src, cfg, beam_size=1, need_attention=True)
+    monkeypatch.setattr(search_module, "COMPACT_FRACTION", fraction)
+    riding = search(model, src, cfg, beam_size=1, need_attention=True)
+    assert [len(h) for h in riding] == [1] * src.size(0)
+    assert tokens(riding) == tokens(at_once)
+    for a, b in zip(at_once, riding, strict=True):
+        assert a[0].score == pytest.approx(b[0].score, abs=1e-5)
+        if a[0].attention is not None:
+            assert torch.allclose(a[0].attention.float(), b[0].attention.float(), atol=1e-5)
+
+
 def test_nbest_distinct_and_scored(model):
     src = random_src(4, seed=4)
     cfg = DecodingConfig(max_len_a=1.5, max_len_b=4)

@@ -26,6 +26,9 @@ from mtkit.models.base import EncoderOutput, Seq2Seq
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
 NEG_INF = float("-inf")
+#: greedy search gathers the live rows of its batch (cache, encoder output) once this share of the
+#: rows has finished; until then finished rows ride along, which costs less than a gather per step
+COMPACT_FRACTION = 0.25
 
 
 # -------------------------------------------------------------------------------------- entry point
@@ -160,6 +163,9 @@ def _sample_or_greedy(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, copies: 
     attn_hist: Tensor | None = None
     results: list[list[Hypothesis]] = [[] for _ in range(batch)]
     limit = int(max_len.max())
+    # rows already finished but still in the batch (greedy only: sampling draws per row, so extra
+    # rows would change the random numbers the live ones get)
+    dead = None if sample else torch.zeros(rows.numel(), dtype=torch.bool, device=device)
     for t in range(limit + 1):
         log_probs, state, attn = model.step(prev, state, enc, need_attention, attn_layer)
         log_probs = _mask_step(log_probs.float(), t, row_max, cfg, history)
@@ -172,11 +178,25 @@ def _sample_or_greedy(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, copies: 
         if need_attention:
             attn_hist = _append_attention(attn_hist, attn)
         finished = tok == EOS_ID
+        if dead is not None:
+            finished &= ~dead
         if not bool(finished.any()):
             history = torch.cat([history, tok.unsqueeze(1)], 1)
             prev = tok
             continue
         _collect_finished(finished, history, scores, rows, attn_hist, src_mask, cfg, results)
+        if dead is not None:
+            # greedy: finished rows stay in the batch, fed EOS, until enough have finished to pay
+            # for gathering the cache and the encoder output of the rest (one copy of each)
+            dead |= finished
+            dead_rows = int(dead.sum())
+            if dead_rows == dead.numel():
+                break
+            if dead_rows < COMPACT_FRACTION * dead.numel():
+                history = torch.cat([history, tok.unsqueeze(1)], 1)
+                prev = tok
+                continue
+            finished = dead
         keep = (~finished).nonzero().squeeze(1)
         if keep.numel() == 0:
             break
@@ -184,6 +204,8 @@ def _sample_or_greedy(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, copies: 
         prev, scores, rows, row_max = tok[keep], scores[keep], rows[keep], row_max[keep]
         if attn_hist is not None:
             attn_hist = attn_hist[keep]
+        if dead is not None:
+            dead = dead[keep]
         state = model.reorder_state(state, keep)
         enc = model.reorder_encoder(enc, keep)
     for hyps in results:

@@ -164,3 +164,24 @@ def test_cross_attention_weights_ignore_padding() -> None:
     assert torch.allclose(out, fast, atol=1e-6)
     assert torch.allclose(weights.sum(-1), torch.ones(B, 2, T), atol=1e-6)
     assert torch.all(weights[1, :, :, 4:] == 0) and torch.all(weights[2, :, :, 2:] == 0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_one_query_step_equals_the_fused_kernel(dtype: torch.dtype) -> None:
+    """A decoding step's single query (fp32 on the CPU takes the explicit path, bf16 the fused
+    kernel) gives SDPA's output over a strided cache view and under a padding mask."""
+    torch.manual_seed(0)
+    q = torch.randn(6, 4, 1, 8, dtype=dtype)
+    cache = torch.randn(2, 6, 4, 12, 8, dtype=dtype)
+    k, v = cache[0, :, :, :7], cache[1, :, :, :7]
+    key_mask = torch.ones(6, 7, dtype=torch.bool)
+    key_mask[:3, 4:] = False
+    mask = additive_key_mask(key_mask, dtype)
+    with torch.inference_mode():
+        for m in (None, mask):
+            out, weights = attend(q, k, v, m)
+            fp32_mask = None if m is None else m.float()
+            expected = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(),
+                                                                        attn_mask=fp32_mask)
+            assert weights is None
+            assert torch.allclose(out.float(), expected, atol=1e-5 if dtype == torch.float32 else 2e-2)

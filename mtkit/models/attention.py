@@ -146,7 +146,7 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, causal: 
             out, weights = attend(q.float(), k.float(), v.float(), mask, causal, dropout_p, need_weights,
                                   relative, q_offset)
         return out.to(q.dtype), weights
-    if relative is None and not need_weights:
+    if relative is None and not need_weights and not _one_query_in_fp32_on_cpu(q):
         if causal and mask is None and q.size(2) == k.size(2) and q_offset == 0:
             return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True), None
         if causal:
@@ -175,6 +175,14 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, causal: 
     if relative is not None:
         out = out + relative.value_output(dropped, index)
     return out, (weights if need_weights else None)
+
+
+def _one_query_in_fp32_on_cpu(q: Tensor) -> bool:
+    """A decoding step in fp32 on the CPU: there the explicit path's two small matmuls beat the fused
+    kernel, which is built for many queries; in bf16 the fused kernel is the faster one
+    (bench/studies/step_attention.py measures both)."""
+    return (q.size(2) == 1 and q.dtype == torch.float32 and q.device.type == "cpu"
+            and not torch.is_grad_enabled())
 
 
 def _with_causal(mask: Tensor | None, q_len: int, k_len: int, q_offset: int, like: Tensor) -> Tensor:

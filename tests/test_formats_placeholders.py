@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mtkit.errors import DataError
 from mtkit.formats.placeholders import kept, placeholders, syntax_for, translate_strings
@@ -20,16 +22,44 @@ from mtkit.formats.placeholders import kept, placeholders, syntax_for, translate
 @pytest.mark.parametrize("text", [
     "%s", "%d", "%-10.3f", "%1$s", "%2$d", "%(name)s", "%%", "%lu", "%zu", "%5.2lf", "{0}", "{name}", "{}",
     "{0:.2f}", "{ $count }", "${HOME}", "$PATH", "<b>", "</b>", "<br/>", '<a href="x.html">', "&amp;",
-    "&#160;", "&#x2014;",
+    "&#160;", "&#x2014;", "%name%", "%file_name%", "%PATH%", "{{ name }}", "{{name}}",
+    "{{ user.name|upper }}", "{{- item -}}",
 ])
 def test_every_kind_of_placeholder_is_found_whole(text):
     assert placeholders(f"Copy {text} now") == [text]
 
 
 @pytest.mark.parametrize("text", ["100% sure", "50 % off", "a < b > c", "Tom & Jerry", "file_name",
-                                  "costs $5", "{ not one }", "x<y"])
+                                  "costs $5", "{ not one }", "x<y", "50% off and 20%", "5% to 10% more",
+                                  "{{ }}"])
 def test_prose_is_not_a_placeholder(text):
     assert placeholders(text) == []
+
+
+#: printf directives as C writes them (a position, flags, width, precision, a length), and Symfony names
+_DIRECTIVES = st.builds(lambda *parts: "%" + "".join(parts),
+                        st.sampled_from(["", "1$", "2$"]), st.sampled_from(["", "-", "0", "#", "+", "-0"]),
+                        st.sampled_from(["", "5", "10"]), st.sampled_from(["", ".2", ".*"]),
+                        st.sampled_from(["", "h", "hh", "l", "ll", "z", "j", "L", "q"]),
+                        st.sampled_from("dioxXfegcsup"))
+#: a name that is itself a directive's letters ("ld": %ld% is printf's %ld and a %) is no Symfony name
+_NAMES = st.text("abcdfilsquxz_0", min_size=2, max_size=6).filter(lambda name: not name[0].isdigit()).filter(
+    lambda name: not re.fullmatch(r"(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGaAcsSp%mr]", name))
+
+
+@settings(max_examples=100, deadline=None)
+@given(tokens=st.lists(st.one_of(_DIRECTIVES, st.just("%%"), _NAMES.map(lambda n: f"%{n}%"),
+                                 _NAMES.map(lambda n: f"{{{{ {n} }}}}")), min_size=1, max_size=6),
+       glue=st.lists(st.booleans(), min_size=6, max_size=6))
+def test_symfony_and_twig_placeholders_never_swallow_printf_directives(tokens, glue):
+    """Directives, %%, %name% and {{ name }} side by side, glued or spaced, and prose with % around
+    them: each token is found whole, nothing else; in a printf-flagged string %name% is no placeholder."""
+    text = "50% off:"
+    for token, glued in zip(tokens, glue, strict=False):
+        text += token if glued else " " + token
+    assert placeholders(text + " and 20%") == tokens
+    c_format = syntax_for(["c-format"])
+    assert not any(re.fullmatch(r"%[a-z_]\w+%", p) for p in placeholders(text, c_format))
 
 
 @pytest.mark.parametrize(("source", "translation", "problem"), [
@@ -46,6 +76,8 @@ def test_prose_is_not_a_placeholder(text):
     ("100% sure", "100 % sicher", ""),  # prose without directives: no printf reading
     ("Get %sB/%sB", "Hole %sB/%sB von %B", "a % that starts no printf directive"),  # msgfmt, in apt
     ("write %llu items", "schreibe %ll Elemente %llu", "a % that starts no printf directive"),
+    ("%count% done in %d s", "%count% erledigt in %d s", ""),  # %count% holds no %c for C
+    ("%d of %count%", "%count% von %d", ""),
 ])
 def test_a_translation_keeps_its_placeholders_or_says_what_broke(source, translation, problem):
     assert kept(source, translation) == problem

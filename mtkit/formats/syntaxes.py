@@ -1,11 +1,12 @@
 """What a placeholder is, per syntax, and whether a translation keeps a string's placeholders.
 
 The generic set (printf directives with gettext's ``%<PRIu64>``, brace, dollar and Ruby ``%{name}``
-placeholders, ICU simple arguments, tags, entities) serves plain text and unflagged catalog entries;
-a gettext format flag (``qt-format``, ``python-brace-format`` …) puts its syntax's own forms first
-(``syntax_for``). ``kept`` is the one check every translation of a string with placeholders passes
-before it is written (formats/placeholders.py): the same placeholders as a multiset, printf's ordered
-directives in order, tags nested as they were, and in a printf syntax no ``%`` that printf would read.
+placeholders, Symfony's ``%name%`` and Twig's ``{{ name }}``, ICU simple arguments, tags, entities)
+serves plain text and unflagged catalog entries; a gettext format flag (``qt-format``,
+``python-brace-format`` …) puts its syntax's own forms first (``syntax_for``). ``kept`` is the one
+check every translation of a string with placeholders passes before it is written
+(formats/placeholders.py): the same placeholders as a multiset, printf's ordered directives in order,
+tags nested as they were, and in a printf syntax no ``%`` that printf would read.
 """
 
 from __future__ import annotations
@@ -25,10 +26,20 @@ _BRACE = r"\{\s*\$[\w-]+\s*\}|\{[\w.\[\]]*(?:![rsa])?(?::[^{}\s]*)?\}"
 #: ICU MessageFormat's simple arguments ({n, number}, {d, date, short}); Ruby's and Rails' %{name}
 _ICU_SIMPLE = r"\{\s*\w+\s*,\s*(?:number|date|time|spellout|ordinal|duration)\s*(?:,[^{}]*)?\}"
 _RUBY_NAMED = r"%\{\w+\}"
+#: Symfony's %name% (and Windows' %PATH%): a name of letters, digits, _ . -, not itself a printf
+#: directive followed by a % (``%d%%``, ``%ld%s`` are printf's); never in a printf-flagged string,
+#: where msgfmt reads every % as a directive's start. Twig's, Jinja's and Mustache's {{ name }}
+#: (filters too: ``{{ user.name|upper }}``); a brace-format flag's ``{{`` escape is tried first.
+_PRINTF_THEN_PERCENT = (r"[-+#0'I]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|L|q|j|z|t)?"
+                        r"[diouxXeEfFgGaAcsSp%mr]%")
+_SYMFONY = rf"%(?!{_PRINTF_THEN_PERCENT})[A-Za-z_][\w.-]*(?<![.-])%"
+_TWIG = r"\{\{-?\s*[^{}\s][^{}]*?\s*-?\}\}"
 _DOLLAR = r"\$\{[A-Za-z_]\w*\}|\$[A-Za-z_]\w*"
 _TAG = (r"</?[A-Za-z][\w:.-]*(?:\s+[\w:.-]+(?:\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s\"'<>]+))?)*\s*/?>")
 _ENTITY = r"&(?:[A-Za-z][A-Za-z0-9]*|#\d+|#[xX][0-9A-Fa-f]+);"
-_GENERIC = (_RUBY_NAMED, _PRINTF, _ICU_SIMPLE, _BRACE, _DOLLAR, _TAG, _ENTITY)
+_GENERIC = (_RUBY_NAMED, _SYMFONY, _PRINTF, _ICU_SIMPLE, _TWIG, _BRACE, _DOLLAR, _TAG, _ENTITY)
+#: the generic set where every % starts a printf directive (a printf flag's entries)
+_GENERIC_PRINTF = tuple(p for p in _GENERIC if p != _SYMFONY)
 PLACEHOLDER = re.compile("|".join(f"(?:{p})" for p in _GENERIC))
 #: what each gettext format flag adds to the generic set (tried first, so ``%1`` of a Qt string is one
 #: placeholder, not the start of a printf directive); the flag says which syntax the entry's strings use
@@ -80,7 +91,8 @@ def syntax_for(flags: Sequence[str], extra: str = "") -> Syntax:
     families = frozenset(f for f in flags if f in FLAG_SYNTAX)
     key = (families, bool(PRINTF_FLAGS & set(flags)), extra)
     if key not in _BY_FLAGS:
-        parts = [*(FLAG_SYNTAX[f] for f in sorted(families)), *([extra] if extra else []), *_GENERIC]
+        generic = _GENERIC_PRINTF if key[1] else _GENERIC
+        parts = [*(FLAG_SYNTAX[f] for f in sorted(families)), *([extra] if extra else []), *generic]
         _BY_FLAGS[key] = Syntax(re.compile("|".join(f"(?:{p})" for p in parts)), key[1])
     return _BY_FLAGS[key]
 
@@ -110,12 +122,13 @@ def kept(source: str, translation: str, syntax: Syntax = GENERIC) -> str:
         return "; ".join(part for part in (
             "lost " + " ".join(sorted(lost.elements())) if lost else "",
             "added " + " ".join(sorted(added.elements())) if added else "") if part)
-    if reads_printf(source, syntax):
-        c_lost = Counter(_PRINTF_C.findall(source)) - Counter(_PRINTF_C.findall(translation))
-        c_added = Counter(_PRINTF_C.findall(translation)) - Counter(_PRINTF_C.findall(source))
+    if reads_printf(source, syntax):  # as C reads them, the other placeholders (%name%, %{x}) aside
+        c_source, c_translation = _printf_read(source, syntax), _printf_read(translation, syntax)
+        c_lost = Counter(_PRINTF_C.findall(c_source)) - Counter(_PRINTF_C.findall(c_translation))
+        c_added = Counter(_PRINTF_C.findall(c_translation)) - Counter(_PRINTF_C.findall(c_source))
         if c_lost or c_added:
             return "printf directives changed: " + " ".join(sorted({*c_lost, *c_added}))
-        if _PRINTF_C.sub("", translation).count("%") > _PRINTF_C.sub("", source).count("%"):
+        if _PRINTF_C.sub("", c_translation).count("%") > _PRINTF_C.sub("", c_source).count("%"):
             return "a % that starts no printf directive"  # printf would read one, and msgfmt refuses it
     if _nested(want) and not _nested(got):
         return "tags out of nesting: " + " ".join(p for p in got if p.startswith("<"))
@@ -123,6 +136,12 @@ def kept(source: str, translation: str, syntax: Syntax = GENERIC) -> str:
     if order_want != [p for p in got if _ordered(p)]:
         return " ".join(order_want) + " out of order"
     return ""
+
+
+def _printf_read(text: str, syntax: Syntax) -> str:
+    """``text`` as ``kept`` reads it for printf: its placeholders of other kinds as a space (Symfony's
+    ``%count%`` holds no ``%c`` for C, and was kept or not by the multiset already)."""
+    return syntax.regex.sub(lambda m: m[0] if _PRINTF_WHOLE.fullmatch(m[0]) else " ", text)
 
 
 def reads_printf(source: str, syntax: Syntax = GENERIC) -> bool:

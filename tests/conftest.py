@@ -11,9 +11,33 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-import torch
+
+# OpenMP threads that wait for work sleep instead of spinning: the default spin burned whole CPU-seconds
+# per command when a test's threads and the other worker's shared the two cores (the first CPU-bound
+# kernel reads it, so it is set before torch is imported; subprocesses inherit it).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+
+def _own_cores() -> None:
+    """Each pytest-xdist worker runs on its share of the allowed cores (one each for 2 workers on 2
+    cores), it and the commands it starts: `mtkit translate` and the other commands default to every
+    allowed core (mtkit.cpus), so a command in one worker would otherwise run 2 threads against the
+    other worker's 2 on 2 cores, spending several times the CPU-seconds of one thread on a tiny model."""
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if not worker or not count or not hasattr(os, "sched_setaffinity"):
+        return
+    allowed = sorted(os.sched_getaffinity(0))
+    share = allowed[int(worker.removeprefix("gw")) % int(count)::int(count)]
+    if share and len(share) < len(allowed):
+        for thread in os.listdir("/proc/self/task"):  # threads started already keep their own mask
+            os.sched_setaffinity(int(thread), share)
+
+
+_own_cores()
 
 
 @contextmanager

@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from mtkit.interop.export import ShortlistOptions, run_export
 from mtkit.vocab import BOS_ID, EOS_ID, UNK_ID
 
 sys.path.insert(0, str(Path(__file__).parent))
+from cli_helpers import run_mtkit  # noqa: E402
 from near_ties import check_texts_same_or_near_tie  # noqa: E402
 
 needs_ct2 = pytest.mark.skipif(importlib.util.find_spec("ctranslate2") is None,
@@ -174,19 +174,16 @@ def test_cli_export_shortlist_then_translate_with_and_without_it(trained, copy_d
     src = tmp_path / "in.txt"
     src.write_text("\n".join(lines[:8]) + "\n", encoding="utf-8")
 
-    def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "mtkit", *args], capture_output=True, text=True)
-
-    done = run("export", "-m", str(model), "-o", str(tmp_path / "ct2"), "--shortlist", "3",
+    done = run_mtkit("export", "-m", str(model), "-o", str(tmp_path / "ct2"), "--shortlist", "3",
                "--shortlist-frequent", "2", "--shortlist-data", str(copy_data))
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "ct2" / "vmap.txt").is_file()
     for flag in ([], ["--no-shortlist"]):
-        done = run("translate", "-m", str(tmp_path / "ct2"), "--greedy", "-i", str(src),
+        done = run_mtkit("translate", "-m", str(tmp_path / "ct2"), "--greedy", "-i", str(src),
                    "-o", str(tmp_path / "out.txt"), *flag)
         assert done.returncode == 0, done.stderr
         assert len((tmp_path / "out.txt").read_text(encoding="utf-8").splitlines()) == 8
-    bad = run("export", "-m", str(model), "-o", str(tmp_path / "y"), "--shortlist", "3",
+    bad = run_mtkit("export", "-m", str(model), "-o", str(tmp_path / "y"), "--shortlist", "3",
               "--shortlist-data", str(tmp_path))
     assert bad.returncode != 0 and "no prepared data" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1

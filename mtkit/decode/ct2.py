@@ -232,7 +232,8 @@ class Ct2Model:
             "beam_size": k, "patience": 1.0, "max_decoding_length": limit, "max_input_length": 0,
             "min_decoding_length": min(cfg.min_len, limit), "no_repeat_ngram_size": cfg.no_repeat_ngram,
             "suppress_sequences": self._suppress, "return_scores": True, "return_end_token": True,
-            "return_attention": need_attention, "length_penalty": penalty,
+            # a beam's attention is read from a forced pass (`_attention_rows`), greedy search's here
+            "return_attention": need_attention and k == 1, "length_penalty": penalty,
             # with a penalty CTranslate2 stops a sentence at K finished hypotheses and returns them all,
             # to be reranked here; without one it stops when the best beam ends
             "num_hypotheses": k if penalty else nbest, "use_vmap": self.use_vmap,
@@ -309,8 +310,9 @@ class Ct2Model:
                 log_probs = pending.result().log_probs
                 tokens = f.log_probs[j] if f.exact[j] else sum(log_probs[:-1])
                 f.log_probs[j] = tokens + (log_probs[-1] if forced else 0.0)
-        if search.need_attention and search.k > 1:
-            self._attention_rows(found, search.k)
+        if search.need_attention and search.k > 1:  # only for the hypotheses given back
+            keys = [(n, j) for n, f in enumerate(found) for j in self._best(f, cfg, search.nbest)]
+            self._attention_rows(found, search.k, keys)
         out = []
         for f in found:
             hyps = [self._hypothesis(h, lp, att, cfg)
@@ -319,14 +321,23 @@ class Ct2Model:
             out.append((hyps * f.copies)[:search.nbest])
         return out
 
-    def _attention_rows(self, found: list[_Found], k: int) -> None:
-        """Each beam-search hypothesis's attention, from a second, greedy pass that forces the
-        hypothesis as a target prefix. CTranslate2 4.x returns beam-search attention whose earlier
-        rows belong to other beams (up to 0.3 off the model's attention on the found hypothesis;
-        greedy search's is right, to 1e-6), so alignments and heatmaps would be wrong. The pass reads
+    def _best(self, f: _Found, cfg: DecodingConfig, nbest: int) -> list[int]:
+        """The indices of the ``nbest`` hypotheses of ``f`` that `_finish` gives back (best first, as
+        it sorts them): the only ones whose attention is read."""
+        scores = [self._hypothesis(h, lp, None, cfg).score
+                  for h, lp in zip(f.hypotheses, f.log_probs, strict=True)]
+        return sorted(range(len(scores)), key=lambda j: -scores[j])[:nbest]
+
+    def _attention_rows(self, found: list[_Found], k: int, keys: list[tuple[int, int]]) -> None:
+        """The attention of each beam-search hypothesis of ``keys`` ((sentence, hypothesis) pairs),
+        from a second, greedy pass that forces the hypothesis as a target prefix. CTranslate2 4.x
+        returns beam-search attention whose earlier rows belong to other beams (up to 0.3 off the
+        model's attention on the found hypothesis; greedy search's is right, to 1e-6), so alignments
+        and heatmaps would be wrong, and the beam search is not asked for it (`_submit`). The pass reads
         one step past the prefix: the row of the step that ends the hypothesis (its EOS, forced or
         not), which mtkit's attention always has."""
-        keys = [(n, j) for n, f in enumerate(found) for j in range(len(f.hypotheses))]
+        if not keys:
+            return
         prefixes = [[p for p in found[n].hypotheses[j] if p != self._eos] for n, j in keys]
         forced = ({"max_batch_size": self._sub_batch_tokens(k), "batch_type": "tokens"}
                   if self.sub_batch else {})

@@ -31,18 +31,18 @@ def test_a_placeholder_alone_in_quotes_or_brackets_goes_with_them_and_words_are_
 
 
 class _Aligning:
-    """A model that cannot write ``%`` (so strings are masked at once) and gives fixed answers with
-    fixed word alignments (as formats_adapter's search does)."""
+    """A model that cannot write ``%`` (so strings are masked at once; ``writes``: it can) and gives
+    fixed answers with fixed word alignments (as formats_adapter's search does)."""
 
-    def __init__(self, answers: dict[str, tuple[str, list[tuple[int, int]]]]):
-        self.answers, self.seen = answers, []
+    def __init__(self, answers: dict[str, tuple[str, list[tuple[int, int]]]], writes: bool = False):
+        self.answers, self.seen, self.writes = answers, [], writes
 
     def __call__(self, lines):
         self.seen.append(list(lines))
         return [[self.answers.get(line, (line.upper(), None))[0]] for line in lines]
 
     def can_write(self, text):
-        return "%" not in text
+        return self.writes or "%" not in text
 
     def aligned(self, lines):
         self.seen.append(list(lines))
@@ -55,6 +55,17 @@ def test_a_quoted_placeholder_whose_sentinel_is_dropped_is_placed_by_the_alignme
     out = translate_strings(['column "%s" is of type %s'], model)
     assert model.seen == [["column 901 is of type 902"]]  # one search: placed from it
     assert (out[0].text, out[0].rescued) == ('Spalte "%s" ist vom Typ %s', "alignment")
+
+
+def test_a_string_the_model_broke_is_masked_and_placed_from_one_search_with_attention():
+    # the model writes % but loses one; masked, it drops the sentinels too: placed by the alignment
+    # of that one translation, not searched a third time without its placeholders
+    model = _Aligning({"column %s is of type %s": ("Spalte %s ist vom Typ", None),
+                       "column 901 is of type 902": ("Spalte ist vom Typ", [(0, 0), (2, 1), (3, 2), (4, 3)])},
+                      writes=True)
+    out = translate_strings(["column %s is of type %s"], model)
+    assert model.seen == [["column %s is of type %s"], ["column 901 is of type 902"]]
+    assert (out[0].text, out[0].rescued) == ("Spalte %s ist vom Typ %s", "alignment")
 
 
 def test_gcc_quotes_and_invented_directives_are_out_of_the_models_reach():

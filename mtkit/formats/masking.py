@@ -291,17 +291,25 @@ def rescue(cores: Sequence[str], finders: Sequence[Finder], translate: Callable[
            masked_already: Sequence[bool] | None = None) -> list[tuple[str, str] | None]:
     """Per core, a translation made by sentinels, else by alignment or position, and how
     ("sentinels", "alignment", "position"), where ``check(k, text)`` accepts it; None where none gives
-    one. ``aligned``: the search with its word alignments (None: position only); ``masked_already``:
-    the cores whose sentinels were tried already (their first translation), which go straight on."""
+    one. ``aligned``: the search with its word alignments (None: position only); then the masked core
+    is searched once with them and placed from that translation where its sentinels did not all come
+    back (``settle``), as the first pass does, and only a core still broken is searched again without
+    its placeholders. ``masked_already``: the cores whose sentinels were tried already (their first
+    translation), which go straight on."""
     masked_already = masked_already or [False] * len(cores)
     out: list[tuple[str, str] | None] = [None] * len(cores)
     first = [k for k in range(len(cores)) if not masked_already[k]]
     masked = [sentinels(cores[k], finders[k]) for k in first]
-    found = translate([m for m, _ in masked]) if first else []
-    for k, (_, pairs), candidates in zip(first, masked, found, strict=True):
-        text = next((t for t in masked_candidates(candidates, pairs) if check(k, t)), None)
-        if text is not None:
-            out[k] = (text, "sentinels")
+    if aligned is not None and first:  # one search with attention: sentinels, else placed from it
+        found_aligned = aligned([m for m, _ in masked])
+        for k, (line, pairs), (best, links) in zip(first, masked, found_aligned, strict=True):
+            out[k] = settle(cores[k], finders[k], line, pairs, best, links, lambda t, k=k: check(k, t))
+    else:
+        found = translate([m for m, _ in masked]) if first else []
+        for k, (_, pairs), candidates in zip(first, masked, found, strict=True):
+            text = next((t for t in masked_candidates(candidates, pairs) if check(k, t)), None)
+            if text is not None:
+                out[k] = (text, "sentinels")
     left = [k for k in range(len(cores)) if out[k] is None]
     plain = [stripped(cores[k], finders[k]) for k in left]
     lines = [p for p, _ in plain]

@@ -13,8 +13,9 @@ printf directive, brace or dollar placeholder, tag or entity, translated
 and for each: lines translated (not given back as their source), lines keeping every placeholder,
 chrF and BLEU against the references, seconds, and how the lines were kept. The paths run in one
 process on one model, alternated ``--repeat`` times (the best time of each kept), so the times are like
-for like on a shared machine. ``--hyps DIR`` writes each path's output, for a paired bootstrap with
-`mtkit score`.
+for like on a shared machine (the cost: against the first path, where it runs). ``--hyps DIR`` writes
+each path's output (``N.de``, in the order of ``--paths``), for a paired bootstrap with `mtkit score
+--hyp DIR/0.de --hyp DIR/1.de --ref DIR/ref.de -m chrf --bootstrap 1000`.
 
     python bench/studies/placeholder_rescue.py --model /tmp/nm/model --data ../shared/data/deb-en-de
 """
@@ -77,7 +78,7 @@ def main() -> None:
             print(f"{name}: {best[name]:.2f} s", flush=True)  # as it goes: a loaded machine is slow
     result = {"lines": len(lines), "model": args.model, "beam": args.beam, "engine": translator.engine,
               "repeat": args.repeat, "systems": {}}
-    reference = best["placeholders, rescue off"]
+    reference = best.get("placeholders, rescue off")  # the cost reference, where it ran
     if args.hyps:
         Path(args.hyps).mkdir(parents=True, exist_ok=True)
         (Path(args.hyps) / "ref.de").write_text("\n".join(refs) + "\n", encoding="utf-8")
@@ -88,11 +89,13 @@ def main() -> None:
         entry = {"translated": translated, "translated_keeping_all": keeping,
                  "chrf": round(sacrebleu.corpus_chrf(texts, [refs]).score, 2),
                  "bleu": round(sacrebleu.corpus_bleu(texts, [refs]).score, 2),
-                 "seconds": round(best[name], 2), "cost": round(best[name] / reference, 2)}
+                 "seconds": round(best[name], 2),
+                 "cost": round(best[name] / reference, 2) if reference else None}
         if outcomes is not None:
             entry["by"] = {how: sum(o.rescued == how for o in outcomes)
                            for how in ("sentinels", "alignment", "position")}
             entry["constrained"] = sum(o.constrained for o in outcomes)
+            entry["left"] = sum(o.text is None for o in outcomes)  # reported, given back as the source
         result["systems"][name] = entry
         if args.hyps:
             (Path(args.hyps) / f"{n}.de").write_text("\n".join(texts) + "\n", encoding="utf-8")

@@ -162,6 +162,8 @@ CASES: dict[str, list[Case]] = {
     "model.sinusoid_layout": tr("halves"),
     "model.embed_scale": tr(False),
     "model.source_eos": tr(True),
+    "model.source_bos": tr(True),  # M2M100/NLLB's source-language token (mtkit.models.prefixed)
+    "model.decoder_bos": tr(True),  # M2M100/NLLB's </s> before the target-language token
     "model.output_bias": tr(True),  # a buffer in the layout (zero until an import fills it)
     "model.rnn_type": rnn("gru"),
     "model.hidden_size": rnn(12),

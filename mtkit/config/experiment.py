@@ -62,10 +62,11 @@ class ModelConfig:
         "sinusoidal", "Position information: fixed sinusoids, learned, or relative (Shaw 2018).",
         when=TRANSFORMER,
     )
-    sinusoid_layout: Literal["interleaved", "halves"] = _f(
+    sinusoid_layout: Literal["interleaved", "halves", "fairseq"] = _f(
         "interleaved", "Where sin and cos go in the sinusoid table: interleaved (PE[2i] = sin, "
-        "PE[2i+1] = cos, as in the paper) or halves (all sines, then all cosines, same frequencies: "
-        "MarianMT's).",
+        "PE[2i+1] = cos, as in the paper), halves (all sines, then all cosines, same frequencies: "
+        "MarianMT's) or fairseq (M2M100's and NLLB's: halves with frequencies 10000^(-i/(d/2-1)), "
+        "positions numbered from 2).",
         when={**TRANSFORMER, "positions": ("sinusoidal",)})
     embed_scale: bool = _f(True, "Multiply token embeddings by √d_model before adding positions (false: "
                            "MarianMT's scale_embedding: false).", when=TRANSFORMER)
@@ -73,6 +74,12 @@ class ModelConfig:
                           "(MarianMT's tokenizer adds </s>); every stage then does, the data stay as "
                           "prepared.",
                           when=TRANSFORMER)
+    source_bos: bool = _f(False, "The model puts BOS before every source sentence before encoding it "
+                          "(M2M100's and NLLB's source-language token: `mtkit import-hf` gives the source "
+                          "BOS that token's embedding); alignments leave it out.", when=TRANSFORMER)
+    decoder_bos: bool = _f(False, "The decoder reads BOS before its first input (M2M100 and NLLB read </s> "
+                           "and then the target-language token, a decoder-side language tag); its output "
+                           "there is no prediction.", when=TRANSFORMER)
     output_bias: bool = _f(
         False, "A fixed bias added to the output logits, kept with the weights but never trained (MarianMT's "
         "final_logits_bias; `mtkit import-hf` sets it, with a large negative entry for a padding token "

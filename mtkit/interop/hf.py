@@ -7,8 +7,10 @@ Import reads ``config.json``, ``generation_config.json``, the weights (``model.s
 directory every stage takes: ``config.yaml``, ``meta.json``, the sentencepiece model(s) renumbered in
 mtkit's order (`mtkit.interop.spm_proto`) and ``checkpoint_best.pt``. Export writes the files
 ``MarianMTModel.from_pretrained`` and ``MarianTokenizer.from_pretrained`` read. The conversion tables
-are `mtkit.interop.marian`'s. Both are exact or refuse in one line, and both build their output beside
-it and rename it into place (`mtkit.staging`), so nothing is written when they refuse.
+are `mtkit.interop.marian`'s. M2M100 and NLLB-200 directories (``model_type: m2m_100``) are read by
+`mtkit.interop.hf_m2m100`, with `mtkit.interop.m2m100`'s tables. Both are exact or refuse in one line,
+and both build their output beside it and rename it into place (`mtkit.staging`), so nothing is
+written when they refuse.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from mtkit.data.meta import DataMeta, read_meta, write_meta
 from mtkit.errors import CheckpointError, ConfigError, DataError, MtkitError
 from mtkit.interop.hf_card import model_card
 from mtkit.interop.hf_tokenizer import fast_tokenizer
+from mtkit.interop.m2m100 import is_m2m100
 from mtkit.interop.marian import (
     decoding_settings,
     embeddings,
@@ -114,13 +117,18 @@ def _staged(output: Path, build: Callable[[Path], None]) -> Path:
 
 
 # ------------------------------------------------------------------------------------------- import
-def import_hf(source: str | Path, output: str | Path) -> Path:
-    """A MarianMT directory → an mtkit model directory at ``output``; returns ``output``."""
+def import_hf(source: str | Path, output: str | Path, src_lang: str | None = None) -> Path:
+    """A MarianMT, Pegasus, M2M100 or NLLB directory → an mtkit model directory at ``output``; returns
+    ``output``. ``src_lang``: an M2M100/NLLB model's source language (default: the tokenizer's)."""
     source, output = Path(source), Path(output)
     _check_output(output)
     if not (source / "config.json").is_file():
-        raise ConfigError(f"{source}: not a MarianMT or Pegasus directory (no config.json)")
+        raise ConfigError(f"{source}: not a MarianMT, Pegasus, M2M100 or NLLB directory (no config.json)")
     hf = _json(source / "config.json")
+    if is_m2m100(hf):
+        from mtkit.interop.hf_m2m100 import import_m2m100
+
+        return import_m2m100(source, output, hf, src_lang)
     pegasus = hf.get("model_type") == "pegasus"
     model = (pegasus_settings if pegasus else model_settings)(hf, str(source / "config.json"))
     model["source_eos"] = bool(hf.get("mtkit_source_eos", True))  # MarianTokenizer appends </s>
@@ -191,9 +199,17 @@ def import_hf(source: str | Path, output: str | Path) -> Path:
     elif targets:
         meta.languages = {"tag": "source", "src": [meta.src_lang], "tgt": targets,
                           "pairs": [[meta.src_lang, t] for t in targets]}
+    del hf_state  # its tensors that were copied (embeddings, q/k/v) go
+    files = {names[0]: src_spm} if joint else {names[0]: src_spm, names[1]: tgt_spm}
+    return _write_model(source, output, model, decoding, meta, state, files)
+
+
+def _write_model(source: Path, output: Path, model: dict[str, Any], decoding: dict[str, Any], meta: DataMeta,
+                 state: dict[str, torch.Tensor], files: dict[str, bytes]) -> Path:
+    """The model directory of an import: the config, the sentencepiece ``files``, meta.json and the
+    checkpoint, its tensors checked against the config first (names and shapes, nothing allocated)."""
     cfg = from_dict({"model": model, "decoding": decoding, "training": {"model_dir": str(output)},
                      "data": {"src_lang": meta.src_lang, "tgt_lang": meta.tgt_lang}}, stored=True)
-    del hf_state  # its tensors that were copied (embeddings, q/k/v) go
     with torch.device("meta"):  # names and shapes checked against the model, without allocating one
         skeleton = build_model(cfg.model, meta.src_vocab_size, meta.tgt_vocab_size, meta.one_vocabulary())
     try:
@@ -203,10 +219,8 @@ def import_hf(source: str | Path, output: str | Path) -> Path:
                               f"({str(exc).strip().splitlines()[0][:160]})") from None
 
     def build(stage: Path) -> None:
-        (stage / names[0]).write_bytes(src_spm)
-        if not joint:
-            (stage / names[1]).write_bytes(tgt_spm)
-        for name in set(names):
+        for name, data in files.items():
+            (stage / name).write_bytes(data)
             Bpe(stage / name)  # sentencepiece reads it, with mtkit's special ids
         save_config(cfg, stage / CONFIG_FILE)
         write_meta(stage, meta)
@@ -364,6 +378,11 @@ def check_marian(cfg: Any, meta: DataMeta) -> None:
         raise ConfigError(f"export --format hf: model.positions={m.positions!r}; MarianMT and Pegasus need "
                           "model.positions: sinusoidal (train with it; no Transformers architecture holds "
                           "this model exactly); nothing was written")
+    if m.sinusoid_layout == "fairseq" or m.source_bos or m.decoder_bos:
+        raise ConfigError(f"export --format hf: model.sinusoid_layout={m.sinusoid_layout!r}, "
+                          f"model.source_bos={m.source_bos}, model.decoder_bos={m.decoder_bos} (an imported "
+                          "M2M100/NLLB): "
+                          "mtkit exports MarianMT and Pegasus only; nothing was written")
     if not meta.one_vocabulary() and not m.source_eos:
         raise ConfigError("export --format hf: separate vocabularies with model.source_eos=false: "
                           "MarianTokenizer (the one with two vocabularies) appends </s> to the source; "

@@ -124,10 +124,11 @@ def _trainer_spec(raw: bytes) -> bytes:
     return kept
 
 
-def reorder(data: bytes, vocab: list[str], where: str) -> bytes:
+def reorder(data: bytes, vocab: list[str], where: str, missing_type: int = UNUSED) -> bytes:
     """A sentencepiece model whose piece ``i`` is ``vocab[i]``: ``vocab`` starts with mtkit's four
     special pieces; each other piece keeps this model's score and type, or is UNUSED where this model
-    lacks it. Refuses a model with a piece the vocabulary lacks (MarianMT would read it as <unk>, which
+    lacks it (``missing_type`` CONTROL: decoded as nothing, for M2M100's language tokens and other
+    special rows). Refuses a model with a piece the vocabulary lacks (MarianMT would read it as <unk>, which
     sentencepiece cannot be made to do)."""
     own = read_pieces(data, where)
     names = [name for name, _ in SPECIALS]
@@ -140,7 +141,7 @@ def reorder(data: bytes, vocab: list[str], where: str) -> bytes:
         raise DataError(f"{where}: {len(missing)} of its pieces are not in the vocabulary (first: "
                         f"{missing[0]!r}); mtkit cannot map them to <unk> as MarianTokenizer does")
     pieces = [Piece(name, 0.0, kind) for name, kind in SPECIALS]
-    pieces += [by_name.get(name, Piece(name, 0.0, UNUSED)) for name in vocab[4:]]
+    pieces += [by_name.get(name, Piece(name, 0.0, missing_type)) for name in vocab[4:]]
     try:
         fields = _fields(data)
     except ValueError as exc:
@@ -154,4 +155,4 @@ def reorder(data: bytes, vocab: list[str], where: str) -> bytes:
     return out
 
 
-__all__ = ["Piece", "SPECIALS", "read_pieces", "reorder"]
+__all__ = ["CONTROL", "Piece", "SPECIALS", "UNUSED", "read_pieces", "reorder"]

@@ -17,6 +17,10 @@ def build_model(cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int,
     if cfg.arch == "transformer":
         from mtkit.models.transformer import Transformer
 
+        if cfg.source_bos or cfg.decoder_bos:  # fairseq's multilingual models (M2M100, NLLB)
+            from mtkit.models.prefixed import PrefixedTransformer
+
+            return PrefixedTransformer(cfg, src_vocab_size, tgt_vocab_size, joint_vocab)
         return Transformer(cfg, src_vocab_size, tgt_vocab_size, joint_vocab)
     from mtkit.models.rnn import RNNSeq2Seq
 

@@ -17,7 +17,8 @@ from mtkit.errors import MtkitError
 
 class SinusoidalPositions(nn.Module):
     """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...), as in the paper (``layout``
-    "interleaved"), or MarianMT's permutation of it ("halves": `marian_sinusoids`).
+    "interleaved"), MarianMT's permutation of it ("halves": `marian_sinusoids`), or fairseq's table as
+    M2M100 and NLLB use it ("fairseq": `fairseq_sinusoids`).
 
     The table is a cache, not a buffer: it grows on demand (translate may see inputs longer than
     anything in training), checkpoints do not carry it, and DDP does not broadcast it (a buffer
@@ -34,6 +35,8 @@ class SinusoidalPositions(nn.Module):
     def _make(self, length: int, device: torch.device) -> Tensor:
         if self.layout == "halves":
             return marian_sinusoids(length, self.dim).to(device)
+        if self.layout == "fairseq":
+            return fairseq_sinusoids(length, self.dim).to(device)
         position = torch.arange(length, dtype=torch.float32, device=device).unsqueeze(1)
         inv_freq = torch.exp(
             torch.arange(0, self.dim, 2, dtype=torch.float32, device=device) * (-math.log(10000.0) / self.dim)
@@ -68,6 +71,27 @@ def marian_sinusoids(length: int, dim: int) -> Tensor:
     table = torch.empty(length, dim, dtype=torch.float32)
     table[:, :sentinel] = torch.from_numpy(np.sin(angle[:, 0::2])).float()
     table[:, sentinel:] = torch.from_numpy(np.cos(angle[:, 1::2])).float()
+    return table
+
+
+#: fairseq numbers the positions of a sentence from padding_idx + 1, and its dictionary's pad is 1
+FAIRSEQ_FIRST_POSITION = 2
+
+
+def fairseq_sinusoids(length: int, dim: int) -> Tensor:
+    """fairseq's table [length, dim] (float32) as M2M100 and NLLB add it: row p is position p + 2 (fairseq
+    numbers a sentence's tokens from padding_idx + 1), sines of the frequencies 10000^(-i/(d/2 - 1)) in
+    the first half and their cosines in the second (other frequencies than the paper's 10000^(-2i/d)),
+    a zero column last where d is odd. Computed as `transformers`' M2M100SinusoidalPositionalEmbedding
+    computes it (float32 torch), so an imported model adds bit for bit what it adds."""
+    half = dim // 2
+    step = math.log(10000) / (half - 1) if half > 1 else 0.0
+    freq = torch.exp(torch.arange(half, dtype=torch.int64).float() * -step)
+    start = FAIRSEQ_FIRST_POSITION
+    angle = torch.arange(start, start + length, dtype=torch.int64).float().unsqueeze(1) * freq.unsqueeze(0)
+    table = torch.cat([torch.sin(angle), torch.cos(angle)], dim=1)
+    if dim % 2:
+        table = torch.cat([table, torch.zeros(length, 1)], dim=1)
     return table
 
 

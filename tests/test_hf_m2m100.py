@@ -24,6 +24,7 @@ transformers = pytest.importorskip("transformers",
                                    reason="transformers is not installed: pip install 'mtkit[hf]'")
 import sentencepiece as spm  # noqa: E402
 
+from mtkit.config.experiment import DecodingConfig, to_dict  # noqa: E402
 from mtkit.data.bpe import Bpe  # noqa: E402
 from mtkit.decode.loader import load_model  # noqa: E402
 from mtkit.decode.search import search  # noqa: E402
@@ -164,8 +165,10 @@ def mtkit_batch(model_dir: Path, lines: list[str]) -> torch.Tensor:
     return batch
 
 
-def compare(hf_dir: Path, model_dir: Path, src_lang: str, tgt_lang: str, lines: list[str]) -> None:
-    """Source ids, teacher-forced logits (1e-4) and greedy search against `generate`, in hf ids."""
+def compare(hf_dir: Path, model_dir: Path, src_lang: str, tgt_lang: str, lines: list[str],
+            beams: tuple[int, ...] = (1,)) -> None:
+    """Source ids, teacher-forced logits (1e-4) and the search's tokens against `generate`'s (greedy;
+    beam search under length_penalty 0, where both stop by the same rule), in hf ids."""
     model, tok = hf_pair(hf_dir)
     tok.src_lang = src_lang
     loaded = load_model(model_dir)
@@ -190,18 +193,19 @@ def compare(hf_dir: Path, model_dir: Path, src_lang: str, tgt_lang: str, lines: 
     outputs = (loaded.model.output_bias > -1e3).nonzero().squeeze(1)
     assert len(outputs) == len(to_hf) - 1 - (len(to_hf) - len(set(to_hf)) - 1)
     assert torch.allclose(mine[..., outputs], theirs[:, 1:, torch.tensor(to_hf)[outputs]], atol=1e-4, rtol=0)
-    found = search(loaded.model, src, loaded.config.decoding, beam_size=1,
-                   start=torch.full((len(lines),), tag))
-    with torch.no_grad():
-        out = model.generate(**enc, forced_bos_token_id=lang_id, num_beams=1, do_sample=False,
-                             bad_words_ids=[[tok.pad_token_id]])
-    for hyps, row in zip(found, out.tolist(), strict=True):
-        assert row[:2] == [2, lang_id]
-        generated = [i for i in row[2:] if i != tok.pad_token_id]
-        # up to the first </s>; at max_length generate stops without one (no forced_eos_token_id), where
-        # mtkit's search appends it at no cost (decoding.eos_at_limit: free)
-        generated = generated[:generated.index(2) + 1] if 2 in generated else generated + [2]
-        assert [to_hf[t] for t in hyps[0].tokens] + [2] == generated, (hyps[0].tokens, row)
+    for beam in beams:
+        decoding = DecodingConfig(**{**to_dict(loaded.config)["decoding"], "length_norm": "none"})
+        found = search(loaded.model, src, decoding, beam_size=beam, start=torch.full((len(lines),), tag))
+        with torch.no_grad():
+            out = model.generate(**enc, forced_bos_token_id=lang_id, num_beams=beam, do_sample=False,
+                                 length_penalty=0.0, early_stopping=False, bad_words_ids=[[tok.pad_token_id]])
+        for hyps, row in zip(found, out.tolist(), strict=True):
+            assert row[:2] == [2, lang_id]
+            generated = [i for i in row[2:] if i != tok.pad_token_id]
+            # up to the first </s>; at max_length generate stops without one (no forced_eos_token_id),
+            # where mtkit's search appends it at no cost (decoding.eos_at_limit: free)
+            generated = generated[:generated.index(2) + 1] if 2 in generated else generated + [2]
+            assert [to_hf[t] for t in hyps[0].tokens] + [2] == generated, (beam, hyps[0].tokens, row)
 
 
 def test_fairseq_sinusoids_are_m2m100s_table_from_position_2():
@@ -222,7 +226,7 @@ def test_imported_m2m100_tokenizes_computes_and_searches_as_transformers(variant
     assert loaded.meta.languages["tag"] == "decoder" and len(loaded.meta.languages["tgt"]) == 100
     assert loaded.config.model.sinusoid_layout == "fairseq" and loaded.config.decoding.max_len_b == 14
     lines = LINES + sentences(20, 5)
-    compare(hf_dir, model_dir, "en", "de", lines)
+    compare(hf_dir, model_dir, "en", "de", lines, beams=(1, 4))
     compare(hf_dir, model_dir, "en", "fr", lines[:6])
     other = import_hf(hf_dir, tmp_path / "from-de", src_lang="de")  # another source language's token
     compare(hf_dir, other, "de", "en", lines[:6])

@@ -33,6 +33,7 @@ from mtkit.data.corpora import tag
 from mtkit.data.meta import DataMeta, read_meta, write_meta
 from mtkit.errors import CheckpointError, ConfigError, DataError, MtkitError
 from mtkit.interop.hf_card import model_card
+from mtkit.interop.hf_files import _json, _own_pieces, _weights
 from mtkit.interop.hf_tokenizer import fast_tokenizer
 from mtkit.interop.m2m100 import is_m2m100
 from mtkit.interop.marian import (
@@ -47,56 +48,12 @@ from mtkit.interop.marian import (
 from mtkit.interop.marian import languages as marian_languages
 from mtkit.interop.pegasus import final_norms, pegasus_config, permute_residual, to_pegasus
 from mtkit.interop.pegasus import model_settings as pegasus_settings
-from mtkit.interop.spm_proto import CONTROL, UNKNOWN, read_pieces, reorder
+from mtkit.interop.spm_proto import read_pieces, reorder
 from mtkit.models import build_model
 from mtkit.models.positions import marian_sinusoids
 from mtkit.staging import replace_directory, stage_beside
 
-INSTALL = "pip install 'mtkit[hf]'"
 TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
-
-
-def _safetensors() -> Any:
-    try:
-        import safetensors.torch
-    except ImportError:
-        raise MtkitError(f"reading and writing Hugging Face models needs safetensors: {INSTALL}") from None
-    return safetensors.torch
-
-
-def _json(path: Path) -> dict[str, Any]:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"{path}: not a readable JSON file ({str(exc).splitlines()[0][:120]})") from None
-    if not isinstance(value, dict):
-        raise DataError(f"{path}: expected a JSON object")
-    return value
-
-
-def _weights(source: Path) -> dict[str, torch.Tensor]:
-    """The checkpoint's tensors: safetensors, or a PyTorch file loaded without running its pickles."""
-    file = source / "model.safetensors"
-    if file.is_file():
-        try:
-            return _safetensors().load_file(str(file))
-        except MtkitError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - untrusted bytes: one line, never a traceback
-            raise CheckpointError(f"{file}: not a readable safetensors file ({str(exc)[:120]})") from None
-    file = source / "pytorch_model.bin"
-    if not file.is_file():
-        sharded = any(source.glob("*.index.json"))
-        raise CheckpointError(f"{source}: no model.safetensors or pytorch_model.bin"
-                              + (" (sharded checkpoints are not supported)" if sharded else ""))
-    try:
-        state = torch.load(file, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001
-        raise CheckpointError(f"{file}: refused or unreadable with weights_only=True "
-                              f"({str(exc).strip().splitlines()[0][:120]})") from None
-    if not isinstance(state, dict):
-        raise CheckpointError(f"{file}: not a state dict")
-    return state
 
 
 def _check_output(output: Path) -> None:
@@ -126,9 +83,9 @@ def import_hf(source: str | Path, output: str | Path, src_lang: str | None = Non
         raise ConfigError(f"{source}: not a MarianMT, Pegasus, M2M100 or NLLB directory (no config.json)")
     hf = _json(source / "config.json")
     if is_m2m100(hf):
-        from mtkit.interop.hf_m2m100 import import_m2m100
+        from mtkit.interop.hf_m2m100 import read_m2m100
 
-        return import_m2m100(source, output, hf, src_lang)
+        return _write_model(source, output, *read_m2m100(source, hf, src_lang))
     pegasus = hf.get("model_type") == "pegasus"
     model = (pegasus_settings if pegasus else model_settings)(hf, str(source / "config.json"))
     model["source_eos"] = bool(hf.get("mtkit_source_eos", True))  # MarianTokenizer appends </s>
@@ -241,11 +198,6 @@ def _stored_languages(stored: Any, order: Any, where: Path) -> dict[str, Any]:
         raise DataError(f"{where}: mtkit_languages " + (f"names {missing[0]!r}, whose tag {tag(missing[0])} "
                         "is not in the vocabulary" if ok else "is not a tag side and a list of languages"))
     return stored
-
-
-def _own_pieces(data: bytes, where: str) -> list[str]:
-    """The pieces a sentencepiece model segments text into (not its control and unknown pieces)."""
-    return [p.piece for p in read_pieces(data, where) if p.type not in (CONTROL, UNKNOWN)]
 
 
 def _id(vocab: dict[str, Any], piece: str, source: Path) -> int:

@@ -1,6 +1,6 @@
 """`mtkit import-hf` of an M2M100 or NLLB-200 directory as ``save_pretrained`` writes it: the files
-read, checked and handed to `mtkit.interop.m2m100`'s tables, the model directory written by
-`mtkit.interop.hf` (staged, renamed into place, nothing written on a refusal).
+read, checked and handed to `mtkit.interop.m2m100`'s tables; the stage, `mtkit.interop.hf`, writes the
+model directory (staged, renamed into place, nothing written on a refusal).
 
 Files: ``config.json``, ``generation_config.json`` (optional), the weights, ``sentencepiece.bpe.model``
 and the vocabulary: M2M100's ``vocab.json`` (its language tokens numbered after it, in transformers'
@@ -13,10 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from mtkit import __version__
 from mtkit.data.meta import DataMeta
 from mtkit.errors import CheckpointError, ConfigError, DataError
-from mtkit.interop.hf import _json, _own_pieces, _weights, _write_model
+from mtkit.interop.hf_files import _json, _own_pieces, _weights
 from mtkit.interop.m2m100 import language_of, m2m100_languages, model_settings, vocab_orders
 from mtkit.interop.marian import decoding_settings, to_mtkit
 from mtkit.interop.pegasus import final_norms
@@ -60,8 +62,12 @@ def _nllb_names(source: Path) -> dict[int, str]:
     return names
 
 
-def import_m2m100(source: Path, output: Path, hf: dict[str, Any], src_lang: str | None) -> Path:
-    """An M2M100/NLLB directory → an mtkit model directory at ``output`` (see the module)."""
+Imported = tuple[dict[str, Any], dict[str, Any], DataMeta, dict[str, torch.Tensor], dict[str, bytes]]
+
+
+def read_m2m100(source: Path, hf: dict[str, Any], src_lang: str | None) -> Imported:
+    """An M2M100/NLLB directory as mtkit's model section, decoding section, vocabulary meta, state dict
+    and sentencepiece file (see the module); `mtkit.interop.hf` checks and writes them."""
     where = str(source / "config.json")
     model = model_settings(hf, where)
     tok = _json(source / "tokenizer_config.json") if (source / "tokenizer_config.json").is_file() else {}
@@ -113,7 +119,7 @@ def import_m2m100(source: Path, output: Path, hf: dict[str, Any], src_lang: str 
                     tgt_bpe="bpe.model", joint=True, src_lang=src_lang,
                     tgt_lang=str(tok.get("tgt_lang") or "mul"), mtkit_version=__version__,
                     languages={"tag": "decoder", "src": [src_lang], "tgt": languages, "pairs": pairs})
-    return _write_model(source, output, model, decoding, meta, state, {"bpe.model": spm})
+    return model, decoding, meta, state, {"bpe.model": spm}
 
 
-__all__ = ["import_m2m100"]
+__all__ = ["read_m2m100"]

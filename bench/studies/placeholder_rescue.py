@@ -13,9 +13,9 @@ printf directive, brace or dollar placeholder, tag or entity, translated
 and for each: lines translated (not given back as their source), lines keeping every placeholder,
 chrF and BLEU against the references, seconds, and how the lines were kept. The paths run in one
 process on one model, alternated ``--repeat`` times (the best time of each kept), so the times are like
-for like on a shared machine (the cost: against the first path, where it runs). ``--hyps DIR`` writes
-each path's output (``N.de``, in the order of ``--paths``), for a paired bootstrap with `mtkit score
---hyp DIR/0.de --hyp DIR/1.de --ref DIR/ref.de -m chrf --bootstrap 1000`.
+for like on a shared machine (the cost: against "placeholders, rescue off", where it runs). ``--hyps
+DIR`` writes each path's output (``N.de``, in the order of ``--paths``), for a paired bootstrap with
+`mtkit score --hyp DIR/0.de --hyp DIR/1.de --ref DIR/ref.de -m chrf --bootstrap 1000`.
 
     python bench/studies/placeholder_rescue.py --model /tmp/nm/model --data ../shared/data/deb-en-de
 """

@@ -71,9 +71,10 @@ def test_lines(args: argparse.Namespace, work: Path) -> dict:
 def catalogs(args: argparse.Namespace, work: Path) -> dict:
     debs = work / "debs"
     debs.mkdir(exist_ok=True)
-    subprocess.run(["apt-get", "download", *PACKAGES], cwd=debs, check=True, capture_output=True)
+    packages = args.packages.split(",") if args.packages else list(PACKAGES)
+    subprocess.run(["apt-get", "download", *packages], cwd=debs, check=True, capture_output=True)
     results = {}
-    for package in PACKAGES:
+    for package in packages:
         deb = next(debs.glob(f"{package}_*.deb"))
         subprocess.run(["dpkg-deb", "-x", str(deb), str(debs / "x")], check=True)
         mo = debs / "x" / "usr/share/locale/de/LC_MESSAGES" / f"{package}.mo"
@@ -147,6 +148,8 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=5000)
     parser.add_argument("--speed-model", help="the model of the speed step (default --model), e.g. an export")
     parser.add_argument("--only", choices=("lines", "catalogs", "speed"))
+    parser.add_argument("--packages", help="the catalogs of these packages only (comma-separated; default "
+                        + ",".join(PACKAGES) + ")")
     args = parser.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)

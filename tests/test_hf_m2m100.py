@@ -263,6 +263,15 @@ def test_imported_nllb_tokenizes_computes_and_searches_as_transformers(spm_file,
     compare(hf_dir, model_dir, "eng_Latn", "deu_Latn", LINES + sentences(10, 6))
 
 
+def test_nllbs_legacy_source_order_is_refused_in_one_line(spm_file, tmp_path):
+    hf_dir = nllb_dir(tmp_path / "hf", spm_file)
+    config = json.loads((hf_dir / "tokenizer_config.json").read_text())
+    (hf_dir / "tokenizer_config.json").write_text(json.dumps({**config, "legacy_behaviour": True}))
+    with pytest.raises(MtkitError, match="legacy_behaviour") as info:
+        import_hf(hf_dir, tmp_path / "out")
+    assert "\n" not in str(info.value) and not (tmp_path / "out").exists()
+
+
 def test_an_imported_m2m100_is_refused_by_the_exporters_in_one_line(spm_file, tmp_path):
     model_dir = import_hf(m2m100_dir(tmp_path / "hf", spm_file), tmp_path / "mtkit")
     with pytest.raises(MtkitError, match="model.sinusoid_layout") as info:

@@ -75,6 +75,10 @@ def read_m2m100(source: Path, hf: dict[str, Any], src_lang: str | None) -> Impor
     for name in (SPM, "tokenizer.json" if nllb else "vocab.json"):
         if not (source / name).is_file():
             raise DataError(f"{source / name}: missing (an M2M100 or NLLB tokenizer file)")
+    if nllb and tok.get("legacy_behaviour"):
+        raise ConfigError(f"{source / 'tokenizer_config.json'}: legacy_behaviour=true puts the source "
+                          "language after </s> (tokens </s> eng_Latn); mtkit's source BOS goes before the "
+                          "tokens, as the default NllbTokenizer puts it")
     names = _nllb_names(source) if nllb else _m2m100_names(source, tok)
     src_lang = src_lang or str(tok.get("src_lang") or ("eng_Latn" if nllb else "en"))
     src_lang = language_of(src_lang) or src_lang.strip("_")

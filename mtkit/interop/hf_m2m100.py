@@ -93,7 +93,8 @@ def read_m2m100(source: Path, hf: dict[str, Any], src_lang: str | None) -> Impor
         raise ConfigError(f"{where}: eos_token_id, pad_token_id, decoder_start_token_id and the tokenizer's "
                           "<unk> must be one token id each")
     spm_bytes = (source / SPM).read_bytes()
-    unknown = [p for p in _own_pieces(spm_bytes, str(source / SPM)) if p not in set(names.values())]
+    known = set(names.values())
+    unknown = [p for p in _own_pieces(spm_bytes, str(source / SPM)) if p not in known]
     src, tgt, languages = vocab_orders(names, size, special, src_lang, where, unknown)
     spm = reorder(spm_bytes, src.pieces, str(source / SPM), missing_type=CONTROL)
     gen_file = source / "generation_config.json"

@@ -111,10 +111,12 @@ def vocab_orders(names: dict[int, str], size: int, special: dict[str, int], src_
     for i in rest:  # fairseq's <s> (not mtkit's BOS) and rows no tokenizer names get names of their own
         name = renamed.get(i, names.get(i))
         pieces.append(f"<fairseq_{name.strip('<>')}>" if name in SPECIAL_NAMES else name or f"<row_{i}>")
-    taken = [p for i, p in renamed.items() if p in names.values()]
-    if taken or len(set(pieces)) != len(pieces):
+    named = set(names.values())
+    taken = [p for p in renamed.values() if p in named]
+    known = set(pieces)
+    if taken or len(known) != len(pieces):
         raise ConfigError(f"{where}: {(taken or ['a token'])[0]!r} appears twice once renamed for mtkit")
-    unknown = [p for p in dict.fromkeys(unknown) if p not in set(pieces)]
+    unknown = [p for p in dict.fromkeys(unknown) if p not in known]
     first = len(pieces)
     copies = list(range(first, first + len(unknown)))
     src = VocabOrder(pieces + unknown, [pad, unk, source_token, eos] + rest + [unk] * len(unknown), copies)

@@ -30,6 +30,21 @@ def test_a_placeholder_alone_in_quotes_or_brackets_goes_with_them_and_words_are_
     assert masking.stripped("l'%s' and \"%s files\"", find)[0] == "l' ' and \" files\""
 
 
+def test_a_placeholder_is_glued_only_to_what_it_touched_so_that_gluing_makes_no_other():
+    source = "The directives %k, %m and %l, are quoted"
+    find = guarded(source).finditer
+    masked, pairs = masking.sentinels(source, find)
+    assert masked == "The directives 901 , 902 and 903 , are quoted"
+    # the commas dropped: "%k" glued to "%m" would read Symfony's "%k%", "%l" glued to "Sie" "%lS"
+    back = masking.unmask("Die Direktiven 901 902 und 903 Sie werden zitiert", pairs)
+    assert back == "Die Direktiven %k %m und %l Sie werden zitiert" and not kept(source, back)
+    commas = masking.unmask("Die Direktiven 901 , 902 und 903 , Sie", pairs)
+    assert commas == "Die Direktiven %k, %m und %l, Sie"
+    bare, placed = masking.stripped(source, find)
+    assert not kept(source, masking.project("Die Direktiven und Sie werden zitiert", placed))
+    assert masking.unmask("901 902 done", masking.sentinels("%d%% done", find)[1]) == "%d%% done"
+
+
 class _Aligning:
     """A model that cannot write ``%`` (so strings are masked at once; ``writes``: it can) and gives
     fixed answers with fixed word alignments (as formats_adapter's search does)."""

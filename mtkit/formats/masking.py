@@ -5,7 +5,8 @@ saw a ``%``, ``<`` or ``{``), either engine, the server and a pivot.
 1. **Sentinels.** Each placeholder is replaced by a number the source does not hold (``901``, ``902``
    …): every model writes numbers, and copies them. ``Click <b>Save</b> now`` is translated as ``Click
    901 Save 902 now``; where the translation holds each number exactly once, the placeholders go back in
-   their places, glued to the words they were glued to (no space is left where the source had none).
+   their places, glued to the words they were glued to (no space is left where the source had none)
+   where what they touch is what they touched (``_fits``: gluing must not make another placeholder).
 2. **Alignment, else position.** Where the numbers did not come back (dropped, doubled, rewritten as
    words), the string is translated without its placeholders, and each is put back next to the target
    word that the model's attention aligns with its neighbouring source word (``project_aligned``): a
@@ -36,11 +37,22 @@ SENTINEL_BASE = 901
 
 @dataclass
 class _Slot:
-    """One placeholder taken out: its text, and whether it touched the word before / after it."""
+    """One placeholder taken out: its text, whether it touched the word before / after it, and the
+    characters it touched ('' at an end)."""
 
     text: str
     glue_left: bool
     glue_right: bool
+    before: str = ""
+    after: str = ""
+
+
+def _fits(char: str, touched: str) -> bool:
+    """Whether a placeholder that touched ``touched`` in the source may be glued to ``char`` in a
+    translation: the same character, or a letter or digit for a letter or digit. Else it is spaced
+    off, so that gluing makes no other placeholder: ``%l,`` glued to ``Sie`` would read ``%lS``, and
+    ``%k,`` glued to ``%m`` Symfony's ``%k%``."""
+    return bool(char) and (char == touched or (char.isalnum() and touched.isalnum()))
 
 
 def _slots(core: str, find: Finder) -> tuple[list[str], list[_Slot]]:
@@ -52,7 +64,7 @@ def _slots(core: str, find: Finder) -> tuple[list[str], list[_Slot]]:
         before = core[:m.start()]
         after = core[m.end():]
         slots.append(_Slot(m[0], bool(before) and not before[-1].isspace(),
-                           bool(after) and not after[0].isspace()))
+                           bool(after) and not after[0].isspace(), before[-1:], after[:1]))
         at = m.end()
     texts.append(core[at:])
     return texts, slots
@@ -88,11 +100,11 @@ def unmask(translation: str, pairs: list[tuple[str, _Slot]]) -> str | None:
     out = translation
     for start, end, slot in sorted(spans, key=lambda span: span[0], reverse=True):
         if slot.glue_left:
-            while start > 0 and out[start - 1] == " ":
-                start -= 1
+            left = len(out[:start].rstrip(" "))
+            start = left if _fits(out[left - 1:left], slot.before) else start
         if slot.glue_right:
-            while end < len(out) and out[end] == " ":
-                end += 1
+            right = len(out) - len(out[end:].lstrip(" "))
+            end = right if _fits(out[right:right + 1], slot.after) else end
         out = out[:start] + slot.text + out[end:]
     return out
 
@@ -127,7 +139,8 @@ def _enclosed(texts: list[str], slots: list[_Slot]) -> tuple[list[str], list[_Sl
         if before and after and before[-1] in _PAIRS and after[0] in _PAIRS[before[-1]] and alone:
             texts[n], texts[n + 1] = before[:-1], after[1:]
             slots[n] = _Slot(before[-1] + slot.text + after[0], bool(texts[n]) and not texts[n][-1].isspace(),
-                             bool(texts[n + 1]) and not texts[n + 1][0].isspace())
+                             bool(texts[n + 1]) and not texts[n + 1][0].isspace(), texts[n][-1:],
+                             texts[n + 1][:1])
     return texts, slots
 
 
@@ -208,17 +221,19 @@ def _joined(words: list[str], gaps: list[tuple[int, int]], placed: list[Placed])
     at: dict[int, list[_Slot]] = {}
     for (gap, _), p in sorted(zip(gaps, placed, strict=True), key=lambda x: x[0]):
         at.setdefault(min(max(gap, 0), len(words)), []).append(p.slot)
-    pieces: list[tuple[str, bool, bool]] = []  # text, glued to what is before, to what is after
+    pieces: list[tuple[str, _Slot | None]] = []  # a word, or a placeholder with its slot
     for k in range(len(words) + 1):
-        pieces += [(slot.text, slot.glue_left, slot.glue_right) for slot in at.get(k, [])]
+        pieces += [(slot.text, slot) for slot in at.get(k, [])]
         if k < len(words):
-            pieces.append((words[k], False, False))
-    out, glued = "", False
-    for text, glue_left, glue_right in pieces:
-        if out and not (glue_left or glued):
-            out += " "
-        out += text
-        glued = glue_right
+            pieces.append((words[k], None))
+    out, previous = "", None
+    for text, slot in pieces:
+        after_previous = previous is not None and previous.glue_right and _fits(text[:1], previous.after)
+        before_this = slot is not None and slot.glue_left and _fits(out[-1:], slot.before)
+        glued = (after_previous and before_this) if previous is not None and slot is not None \
+            else after_previous or before_this
+        out += text if glued or not out else " " + text
+        previous = slot
     return out
 
 

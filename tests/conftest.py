@@ -72,17 +72,17 @@ def _one_thread() -> Iterator[None]:
 # ------------------------------------------------------------------------------------------ ordering
 # `make test` hands whole modules to its pytest-xdist workers (--dist loadscope --no-loadscope-reorder),
 # in the order collected: the modules that take longest go first, so that no worker is left alone with a
-# long module at the end while the other idles. From --durations of a one-process run (2 cores,
-# 2026-11-28), the modules whose commands then moved in-process ranked by their measured share left;
-# longest first, every other module follows in its usual order.
+# long module at the end while the other idles. Ranked by CPU-seconds per module in a 2-worker run
+# (each worker on its own core, 2026-11-28); every other module follows in its usual order.
 LONGEST_FIRST = (
-    "test_trainer.py", "test_translate_jobs.py", "test_hf.py", "test_mrt.py", "test_formats_po.py",
-    "test_formats_html.py", "test_recipes.py", "test_config_keys.py", "test_serve.py",
-    "test_corpora_decoder.py", "test_imports.py", "test_finetune.py", "test_shortlist.py", "test_corpora.py",
-    "test_translator.py", "test_resume.py", "test_formats_placeholders.py", "test_serve_browser.py",
-    "test_export.py", "test_confidence.py", "test_serve_pivot.py", "test_runtime.py", "test_distributed.py",
-    "test_glossary.py", "test_score.py", "test_search.py", "test_pivot.py", "test_serve_fuzz.py",
-    "test_formats_po_random.py", "test_rnn.py", "test_distill.py", "test_cli.py",
+    "test_hf.py", "test_trainer.py", "test_translate_jobs.py", "test_mrt.py", "test_recipes.py",
+    "test_serve.py", "test_corpora.py", "test_config_keys.py", "test_translator.py",
+    "test_corpora_decoder.py", "test_finetune.py", "test_distributed.py", "test_resume.py",
+    "test_formats_html.py", "test_imports.py", "test_formats_po_random.py", "test_shortlist.py",
+    "test_export.py", "test_score.py", "test_serve_browser.py", "test_formats_placeholders.py",
+    "test_pivot.py", "test_serve_pivot.py", "test_formats_po.py", "test_compat.py", "test_search.py",
+    "test_confidence.py", "test_runtime.py", "test_glossary.py", "test_serve_fuzz.py", "test_rnn.py",
+    "test_distill.py", "test_cli.py",
 )
 
 

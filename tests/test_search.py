@@ -194,6 +194,28 @@ def test_greedy_same_whether_finished_rows_leave_at_once_or_ride_along(model, fr
             assert torch.allclose(a[0].attention.float(), b[0].attention.float(), atol=1e-5)
 
 
+@pytest.mark.parametrize("source_eos", [False, True])
+def test_beams_sharing_one_encoder_row_search_as_with_k_copies(source_eos):
+    """The Transformer's beams read one copy of their sentence's encoder output (their queries
+    grouped); beam search must find the same hypotheses, scores and attention as with K copies,
+    sentences leaving the batch included."""
+    torch.manual_seed(3)
+    cfg = ModelConfig(arch="transformer", d_model=32, heads=4, d_ff=64, encoder_layers=2, decoder_layers=2,
+                      dropout=0.0, source_eos=source_eos)
+    model = build_model(cfg, VOCAB, VOCAB, True).eval()
+    assert model.beams_share_encoder
+    src = random_src(9, seed=8, lo=1, hi=12)
+    decoding = DecodingConfig(max_len_a=1.5, max_len_b=3)
+    shared = search(model, src, decoding, beam_size=4, nbest=3, need_attention=True)
+    model.beams_share_encoder = False  # the instance only: K copies of each encoder row
+    copies = search(model, src, decoding, beam_size=4, nbest=3, need_attention=True)
+    assert tokens(shared) == tokens(copies)
+    for mine, theirs in zip(shared, copies, strict=True):
+        for a, b in zip(mine, theirs, strict=True):
+            assert a.score == pytest.approx(b.score, abs=1e-5)
+            assert torch.allclose(a.attention, b.attention, atol=1e-5)
+
+
 def test_nbest_distinct_and_scored(model):
     src = random_src(4, seed=4)
     cfg = DecodingConfig(max_len_a=1.5, max_len_b=4)
@@ -259,7 +281,7 @@ def test_top_k_one_sampling_is_greedy(model):
 
 
 def test_top_p_keeps_the_nucleus_only():
-    from mtkit.decode.search import _filter_logits
+    from mtkit.decode.token_rules import filter_logits as _filter_logits
 
     log_probs = torch.tensor([[0.5, 0.3, 0.15, 0.05]]).log()
     kept = torch.isfinite(_filter_logits(log_probs, DecodingConfig(top_p=0.75)))

@@ -20,12 +20,12 @@ import torch
 from torch import Tensor
 
 from mtkit.config.experiment import DecodingConfig
+from mtkit.decode.token_rules import NEG_INF, block_repeats, filter_logits
 from mtkit.decode.translation import Hypothesis, normalise
 from mtkit.errors import ConfigError
 from mtkit.models.base import EncoderOutput, Seq2Seq
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
-NEG_INF = float("-inf")
 #: greedy search gathers the live rows of its batch (cache, encoder output) once this share of the
 #: rows has finished; until then finished rows ride along, which costs less than a gather per step
 COMPACT_FRACTION = 0.25
@@ -88,7 +88,7 @@ def _mask_step(log_probs: Tensor, t: int, max_len: Tensor, cfg: DecodingConfig,
         log_probs[:, EOS_ID] = NEG_INF
     forced = max_len <= t
     if cfg.no_repeat_ngram > 0 and t >= cfg.no_repeat_ngram:
-        _block_repeats(log_probs, history, cfg.no_repeat_ngram)
+        block_repeats(log_probs, history, cfg.no_repeat_ngram)
         # a row with every token banned may still end (rather than emit PAD)
         forced = forced | (log_probs.max(-1).values == NEG_INF)
     if bool(forced.any()):
@@ -96,35 +96,6 @@ def _mask_step(log_probs: Tensor, t: int, max_len: Tensor, cfg: DecodingConfig,
         eos = eos if cfg.eos_at_limit == "scored" else torch.zeros_like(eos)  # free: as generate forces it
         log_probs[:, EOS_ID] = torch.where(forced, eos, log_probs[:, EOS_ID])
     return log_probs
-
-
-def _block_repeats(log_probs: Tensor, history: Tensor, n: int) -> None:
-    """Ban every token w for which (last n-1 tokens, w) already occurs in the row's history."""
-    windows = history.unfold(1, n, 1)  # [N, t-n+1, n]
-    prefix = history[:, history.size(1) - (n - 1):]  # [N, n-1]
-    match = (windows[:, :, : n - 1] == prefix.unsqueeze(1)).all(-1)  # [N, t-n+1]
-    if not bool(match.any()):
-        return
-    banned = torch.zeros_like(log_probs, dtype=torch.bool)
-    banned.scatter_(1, torch.where(match, windows[:, :, n - 1], PAD_ID), match)
-    # PAD was a filler index for non-matches: scatter of False there could have cleared nothing
-    log_probs.masked_fill_(banned, NEG_INF)
-
-
-def _filter_logits(log_probs: Tensor, cfg: DecodingConfig) -> Tensor:
-    """Temperature, top-k and top-p (nucleus) shaping of a sampling distribution."""
-    logits = log_probs / max(cfg.temperature, 1e-6)
-    if cfg.top_k > 0 and cfg.top_k < logits.size(-1):
-        kth = logits.topk(cfg.top_k, dim=-1).values[:, -1:]
-        logits = logits.masked_fill(logits < kth, NEG_INF)
-    if cfg.top_p < 1.0:
-        sorted_logits, order = logits.sort(dim=-1, descending=True)
-        probs = sorted_logits.softmax(-1)
-        mass_before = probs.cumsum(-1) - probs
-        drop = mass_before >= cfg.top_p  # keep the smallest prefix whose mass reaches top_p
-        drop[:, 0] = False
-        logits = logits.scatter(1, order, sorted_logits.masked_fill(drop, NEG_INF))
-    return logits
 
 
 def _attention_rows(attn: Tensor, src_mask_row: Tensor) -> Tensor:
@@ -170,7 +141,7 @@ def _sample_or_greedy(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, copies: 
         log_probs, state, attn = model.step(prev, state, enc, need_attention, attn_layer)
         log_probs = _mask_step(log_probs.float(), t, row_max, cfg, history)
         if sample:
-            logits = _filter_logits(log_probs, cfg)
+            logits = filter_logits(log_probs, cfg)
             tok = torch.multinomial(logits.softmax(-1), 1, generator=generator).squeeze(1)
         else:
             tok = log_probs.argmax(-1)
@@ -319,7 +290,8 @@ def _first_step(model: Seq2Seq, b: _Beams, k: int, need_attention: bool, attn_la
     """The K beams are identical at the start: step once per sentence, then expand each to K rows."""
     expand = torch.arange(b.sentences.numel(), device=b.prev.device).repeat_interleave(k)
     log_probs, state, attn = model.step(b.prev[::k], b.state, b.enc, need_attention, attn_layer)
-    b.enc = model.reorder_encoder(b.enc, expand)
+    if not model.beams_share_encoder:
+        b.enc = model.reorder_encoder(b.enc, expand)
     b.state = model.reorder_state(state, expand)
     return log_probs.index_select(0, expand), attn.index_select(0, expand) if attn is not None else None
 
@@ -404,8 +376,11 @@ def _drop_sentences(model: Seq2Seq, b: _Beams, cont: _Continuations, live: Tenso
     (whose rows still index the batch before the drop; ``_advance`` selects them)."""
     kept = live.nonzero().squeeze(1)
     b.sentences, b.sent_max, b.worst = b.sentences[kept], b.sent_max[kept], b.worst[kept]
-    beam_offsets = torch.arange(k, device=kept.device)
-    b.enc = model.reorder_encoder(b.enc, (kept.unsqueeze(1) * k + beam_offsets).view(-1))
+    if model.beams_share_encoder:
+        b.enc = model.reorder_encoder(b.enc, kept)
+    else:
+        beam_offsets = torch.arange(k, device=kept.device)
+        b.enc = model.reorder_encoder(b.enc, (kept.unsqueeze(1) * k + beam_offsets).view(-1))
     return _Continuations(cont.scores[kept], cont.rows[kept], cont.tokens[kept])
 
 

@@ -277,7 +277,26 @@ class MultiHeadAttention(nn.Module):
 
     def forward_cross(self, x: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None,
                       need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
-        """Attention of x [B, T, D] over projected memory keys/values."""
+        """Attention of x [B, T, D] over projected memory keys/values [B, H, S, dk], or [B / G, H, S,
+        dk] shared by G consecutive rows of x (a sentence's beams): then the G rows' queries attend
+        as G·T queries of one row, which reads each sentence's keys and values once."""
         q = self._heads(self.q_proj(x))
+        rows, group = keys.size(0), x.size(0) // keys.size(0)
+        if group > 1:
+            q = self._group_queries(q, rows, group)
         out, weights = attend(q, keys, values, mask, False, self._drop_p(), need_weights)
+        if group > 1:
+            out = self._ungroup(out, rows, group)
+            weights = self._ungroup(weights, rows, group) if weights is not None else None
         return self._merge(out), weights
+
+    @staticmethod
+    def _group_queries(q: Tensor, rows: int, group: int) -> Tensor:  # [R·G, H, T, dk] → [R, H, G·T, dk]
+        _, heads, steps, dim = q.shape
+        return q.view(rows, group, heads, steps, dim).transpose(1, 2).reshape(rows, heads, group * steps, dim)
+
+    @staticmethod
+    def _ungroup(x: Tensor, rows: int, group: int) -> Tensor:  # [R, H, G·T, E] → [R·G, H, T, E]
+        _, heads, queries, dim = x.shape
+        steps = queries // group
+        return x.view(rows, heads, group, steps, dim).transpose(1, 2).reshape(rows * group, heads, steps, dim)

@@ -95,6 +95,9 @@ class Seq2Seq(nn.Module):
 
     #: attention heads per layer in the attention returned by step/forward (1 for RNNs)
     num_attention_heads: int = 1
+    #: ``step`` also takes an encoder output of n rows for n·K decoder rows (each sentence's K beams
+    #: consecutive), so beam search keeps one copy of a sentence's encoder output instead of K
+    beams_share_encoder: bool = False
 
     def encode(self, src: Tensor) -> EncoderOutput:
         raise NotImplementedError
@@ -107,7 +110,8 @@ class Seq2Seq(nn.Module):
              attn_layer: int = -1) -> tuple[Tensor, Any, Tensor | None]:
         """One decoder step: previous token [B] → (log-probs [B, V] in float32, new state,
         encoder-decoder attention of layer ``attn_layer`` per head [B, H, S] if ``need_attention``
-        else None). Without attention the fast fused path is used."""
+        else None). Without attention the fast fused path is used. ``enc`` has B rows, or B / K
+        where the model ``beams_share_encoder``."""
         raise NotImplementedError
 
     def forward(self, src: Tensor, tgt_in: Tensor, need_attention: bool = False,

@@ -171,6 +171,8 @@ def reorder_cache(state: TransformerState, index: Tensor) -> TransformerState:
 class Transformer(Seq2Seq):
     """Encoder-decoder Transformer with post-/pre-norm, sinusoidal/learned/relative positions."""
 
+    beams_share_encoder = True
+
     def __init__(self, cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int,
                  joint_vocab: bool = False) -> None:
         super().__init__()
@@ -322,7 +324,10 @@ class Transformer(Seq2Seq):
                                         i == wanted)
             grown.append(kv)
             if weights is not None:
-                attention = self._source_columns(weights[:, :, 0], enc.src_mask)
+                src_mask = enc.src_mask
+                if src_mask.size(0) != x.size(0):  # one encoder row per sentence for its beams
+                    src_mask = src_mask.repeat_interleave(x.size(0) // src_mask.size(0), 0)
+                attention = self._source_columns(weights[:, :, 0], src_mask)
         if torch.is_grad_enabled():
             cache = torch.stack(grown)
         log_probs = log_softmax_float(self._project(x[:, 0]))

@@ -324,3 +324,22 @@ def test_cli_import_refuses_an_m2m100_directory_without_its_tokenizer_in_one_lin
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert len(lines) == 1 and "vocab.json" in lines[0], done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_cli_import_takes_the_source_language(spm_file, tmp_path):
+    """`mtkit import-hf --src-lang de` imports as `import_hf(src_lang="de")` does: the source BOS row
+    is German's, not the tokenizer's default (en)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from cli_helpers import run_mtkit
+
+    hf_dir = m2m100_dir(tmp_path / "hf", spm_file)
+    done = run_mtkit("import-hf", str(hf_dir), "-o", str(tmp_path / "cli-de"), "--src-lang", "de")
+    assert done.returncode == 0, done.stderr
+    from_cli = load_model(tmp_path / "cli-de").model.state_dict()
+    german = load_model(import_hf(hf_dir, tmp_path / "py-de", src_lang="de")).model.state_dict()
+    english = load_model(import_hf(hf_dir, tmp_path / "py-en")).model.state_dict()
+    differs = [k for k in english if not torch.equal(english[k], german[k])]
+    assert differs, "the source language changed no weight"
+    assert all(torch.equal(from_cli[k], german[k]) for k in german)

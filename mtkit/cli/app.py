@@ -250,15 +250,11 @@ def export(
 
 @app.command("import-hf")
 def import_hf(
-    source: Path = typer.Argument(..., help="A MarianMT (OPUS-MT), Pegasus, M2M100 or NLLB directory as "
-                                             "save_pretrained writes it."),
+    source: Path = typer.Argument(..., help="A MarianMT, Pegasus, M2M100 or NLLB model directory."),
     output: Path = typer.Option(..., "--output", "-o", help="The mtkit model directory to write (new)."),
-    src_lang: str | None = typer.Option(None, "--src-lang", help="M2M100/NLLB: the source language the "
-                                        "model directory translates from (e.g. en, eng_Latn; default: the "
-                                        "tokenizer's src_lang)."),
+    src_lang: str | None = typer.Option(None, "--src-lang", help="M2M100/NLLB: the source language."),
 ) -> None:
-    """Import a Hugging Face translation model (MarianMT, Pegasus, M2M100, NLLB) as an mtkit model
-    directory (docs/hf.md)."""
+    """Import a Hugging Face translation model as an mtkit model directory (docs/hf.md)."""
     from mtkit.interop.hf import import_hf as run_import
 
     typer.echo(f"wrote {run_import(source, output, src_lang=src_lang)}", err=True)

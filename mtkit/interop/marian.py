@@ -110,8 +110,9 @@ def languages(order: VocabOrder) -> list[str]:
 def model_settings(hf: dict[str, Any], where: str) -> dict[str, Any]:
     """The ``model`` config section of a MarianMT ``config.json``; an unsupported setting is refused."""
     if hf.get("model_type") != "marian":
-        raise ConfigError(f"{where}: model_type is {hf.get('model_type')!r}, not 'marian' or 'pegasus' (a "
-                          "MarianMT checkpoint as save_pretrained writes it, or mtkit's Pegasus export)")
+        raise ConfigError(f"{where}: model_type is {hf.get('model_type')!r}, not 'marian', 'pegasus' or "
+                          "'m2m_100' (a MarianMT, M2M100 or NLLB checkpoint as save_pretrained writes it, or "
+                          "mtkit's Pegasus export)")
     for a, b in (("encoder_attention_heads", "decoder_attention_heads"),
                  ("encoder_ffn_dim", "decoder_ffn_dim")):
         if hf.get(a, 16 if "heads" in a else 4096) != hf.get(b, 16 if "heads" in b else 4096):

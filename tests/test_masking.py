@@ -121,3 +121,12 @@ def test_random_strings_keep_their_placeholders_through_sentinels_and_placement(
     words = [w for w in masked.split() if w not in {n for n, _ in pairs}]
     assert words == bare.split()  # the alignment of the masked source is one of the stripped source
     assert not kept(core, masking.project(bare, placed))  # position keeps the source's order
+
+
+def test_placeholders_invented_in_a_string_that_has_none_are_taken_out():
+    answers = {"`e' command not supported": "<b>Befehl »%s« nicht unterstützt", "unmatched `{'": "%s"}
+    out = translate_strings(list(answers), lambda lines: [answers[s] for s in lines])
+    assert (out[0].text, out[0].rescued) == ("Befehl nicht unterstützt", "uninvented")
+    assert out[1].text is None  # nothing but what it invented: left, and reported
+    off = translate_strings(list(answers)[:1], lambda lines: [answers[s] for s in lines], rescue=False)
+    assert off[0].text is None

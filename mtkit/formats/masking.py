@@ -247,8 +247,11 @@ def _uninvented(word: str, find: Finder) -> str:
     were taken out or masked), every one it wrote is invented, and would fail the check."""
     pieces, at = [], 0
     for m in find(word):
-        pieces.append(word[at:m.start()])
-        at = m.end()
+        start, end = m.start(), m.end()
+        if start > at and end < len(word) and word[end] in _PAIRS.get(word[start - 1], ""):
+            start, end = start - 1, end + 1  # with the quotes it stood in: »%s« goes whole
+        pieces.append(word[at:start])
+        at = end
     return "".join(pieces) + word[at:]
 
 
@@ -263,6 +266,12 @@ def _without_invented(translation: str, links: list[tuple[int, int]] | None, fin
     if links is None:
         return text, None
     return text, [(i, at[j]) for i, j in links if j in at]
+
+
+def without_invented(translation: str, find: Finder) -> str:
+    """A translation of a string that holds no placeholder, with those the model wrote taken out: each
+    is invented (``<b>D-Datei``, ``»%s« nicht unterstützt`` for strings with none)."""
+    return _without_invented(translation, None, find)[0]
 
 
 def masked_candidates(candidates: str | Sequence[str], pairs: list[tuple[str, _Slot]]) -> list[str]:

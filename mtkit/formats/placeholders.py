@@ -26,8 +26,9 @@ How, so that a written translation keeps every one of them by construction:
 4. A piece still broken is translated with its placeholders out of the model's reach: as numbered
    sentinels (unless step 2 tried them), else without them and put back by the word alignment where
    the translate function gives one (its ``aligned``), else by position (formats/masking.py), and
-   checked again. A string with a piece still broken is left untranslated (None), with the reason, for
-   the caller to report.
+   checked again. A piece without placeholders whose translation has some (invented: ``»%s« nicht
+   unterstützt`` for "`e' command not supported") gets them taken out, and is checked again. A string
+   with a piece still broken is left untranslated (None), with the reason, for the caller to report.
 
 A translate function is a plain function of lines; one that knows its model may say more, as
 attributes (``ModelSearch``): ``can_write(text)``, whether the model's vocabulary can write ``text``,
@@ -165,7 +166,8 @@ class Outcome:
     text: str | None
     problem: str = ""
     constrained: bool = False  # kept only after the constrained retry
-    rescued: str = ""  # kept by "sentinels", "alignment" or "position" (formats/masking.py)
+    rescued: str = ""  # kept by "sentinels", "alignment" or "position" (formats/masking.py), or
+    # "uninvented": a string without placeholders whose translation had some, taken out
 
 
 def translate_strings(strings: Sequence[str], translate: TranslateFn,
@@ -324,6 +326,12 @@ def _translate_plain(strings: Sequence[str], translate: TranslateFn, constrained
             if got is not None:
                 texts[k], problems[k] = got[0], ""
                 rescued[k] = got[1]
+    for k, problem in enumerate(problems):  # a string with none: what the model wrote is invented
+        core, syntax = cores[k][2], core_syntax[k]
+        if rescue and problem and not placeholders(core, syntax):
+            text = masking.without_invented(texts[k], guarded(core, syntax).finditer)
+            if _WORDY.search(text) and not kept(core, text, syntax):
+                texts[k], problems[k], rescued[k] = text, "", "uninvented"
     translated: dict[tuple[int, int], str] = {}
     failed: dict[int, str] = {}
     for k, (i, n, core) in enumerate(cores):

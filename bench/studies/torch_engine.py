@@ -2,7 +2,7 @@
 
     python bench/studies/torch_engine.py --model DIR --export CT2_DIR --input test.en [--ref test.de]
         [--input other.en ...] [--lines 500] [--runs 2] [--searches greedy,beam5]
-        [--systems fp32,bf16,int8,ct2] [--threads 0] [--work DIR]
+        [--systems fp32,bf16,int8,ct2] [--threads 0] [--work DIR] [--baseline DIR --systems bf16,bf16@base,…]
 
 Each run is one whole command (start-up, model load, translation of the first ``--lines`` lines) on
 the CPU with all allowed threads. The systems alternate within each round (A B C D, A B C D ...), so a
@@ -32,11 +32,12 @@ SYSTEMS = {"fp32": ["--precision", "fp32"], "bf16": ["--precision", "bf16"],
            "int8": ["--precision", "int8"], "ct2": []}
 
 
-def _run(cmd: list[str], out: Path) -> tuple[float, float]:
-    """Wall and CPU seconds (user + system) of one command."""
+def _run(cmd: list[str], out: Path, tree: Path = ROOT) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system) of one command, run with mtkit from ``tree``."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    subprocess.run(cmd, check=True, stderr=subprocess.DEVNULL, cwd=ROOT)
+    subprocess.run(cmd, check=True, stderr=subprocess.DEVNULL, cwd=tree, env=env)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -68,6 +69,8 @@ def main() -> None:
     parser.add_argument("--systems", default="fp32,bf16,int8,ct2")
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--work", default="bench/work/torch_engine")
+    parser.add_argument("--baseline", type=Path, help="a checkout of another commit (git worktree add DIR "
+                        "REV): a system written SYSTEM@base (e.g. bf16@base) runs mtkit from there")
     args = parser.parse_args()
     work = (ROOT / args.work).resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -90,12 +93,14 @@ def main() -> None:
             outs = {s: work / f"out{n}.{search}.{s}.txt" for s in systems}
             for _ in range(args.runs):
                 for system in systems:
-                    model = args.export if system == "ct2" else args.model
+                    name, _, where = system.partition("@")
+                    model = args.export if name == "ct2" else args.model
                     outs[system].unlink(missing_ok=True)
-                    cmd = [sys.executable, "-m", "mtkit", "translate", "-m", model, "--device", "cpu",
-                           "--beam", beam, "--threads", str(args.threads), "-i", str(src), "-o",
-                           str(outs[system]), *SYSTEMS[system]]
-                    times[system].append(_run(cmd, outs[system]))
+                    cmd = [sys.executable, "-m", "mtkit", "translate", "-m", str(Path(model).resolve()),
+                           "--device", "cpu", "--beam", beam, "--threads", str(args.threads), "-i", str(src),
+                           "-o", str(outs[system]), *SYSTEMS[name]]
+                    tree = args.baseline.resolve() if where == "base" else ROOT
+                    times[system].append(_run(cmd, outs[system], tree))
             row: dict = {"input": source, "search": search}
             for system in systems:
                 wall = min(w for w, _ in times[system])

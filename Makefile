@@ -15,7 +15,8 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q -e ".[dev,plot,ct2,serve,hf]"
 	@touch $(STAMP)
 
-# Most tests run one thread: one pytest worker per core (pytest-xdist), each taking whole modules so
+# Most tests run one thread: one pytest worker per core (pytest-xdist; tests/conftest.py pins each worker
+# to its core, so that commands taking every allowed core run one thread), each taking whole modules so
 # that a module's fixtures (a trained model, an export) are built once. The modules go out in the order
 # tests/conftest.py gives them, longest first (xdist would otherwise send the modules with the most tests
 # first and leave the long end-to-end ones for the end, one worker idle). TEST_WORKERS=0 runs serially.

@@ -13,9 +13,7 @@ models trained on a few hundred made-up sentences. Skipped where transformers is
 from __future__ import annotations
 
 import json
-import os
 import random
-import subprocess
 import sys
 from pathlib import Path
 
@@ -25,6 +23,7 @@ import torch
 transformers = pytest.importorskip("transformers",
                                    reason="transformers is not installed: pip install 'mtkit[hf]'")
 import sentencepiece as spm  # noqa: E402
+from cli_helpers import run_mtkit  # noqa: E402
 
 from mtkit.checkpoint import save_checkpoint  # noqa: E402
 from mtkit.config.experiment import Config, DecodingConfig, ModelConfig, to_dict  # noqa: E402
@@ -525,9 +524,30 @@ def test_a_model_without_an_equivalent_is_refused_in_one_line_and_nothing_writte
     assert not (tmp_path / "hf").exists() and not list(tmp_path.glob(".hf.*"))
 
 
-def run(*args: str, input: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mtkit", *args], capture_output=True, text=True, timeout=120,
-                          input=input)
+def run(*args: str, input: str | None = None):
+    """`mtkit ARGS` in this process (tests/cli_helpers.py)."""
+    return run_mtkit(*args, input=input)
+
+
+def run_study(script: Path, *args: str) -> str:
+    """A bench/studies script run in this process as `python SCRIPT ARGS` would run it; its stdout.
+    Restores argv, sys.path and torch's threads (the scripts set them)."""
+    import contextlib
+    import io
+    import runpy
+
+    argv, path, threads = sys.argv, list(sys.path), torch.get_num_threads()
+    out = io.StringIO()
+    sys.argv = [str(script), *args]
+    try:
+        with contextlib.redirect_stdout(out):
+            runpy.run_path(str(script), run_name="__main__")
+    except SystemExit as exit_:
+        assert not exit_.code, exit_.code
+    finally:
+        sys.argv, sys.path[:] = argv, path
+        torch.set_num_threads(threads)
+    return out.getvalue()
 
 
 @pytest.mark.parametrize("damage", ["not marian", "missing target.spm", "activation", "bad words",
@@ -690,27 +710,19 @@ def test_bench_hf_flow_generate_finds_what_mtkit_translate_finds(spms, tmp_path)
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")
     bench = Path(__file__).resolve().parents[1] / "bench" / "studies"
     sent = tmp_path / "src.sent.txt"
-    project = {**os.environ, "PYTHONPATH": os.pathsep.join([str(bench.parents[1]),
-                                                           os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, str(bench / "hf_segment.py"), str(src), "-o", str(sent)],
-                          capture_output=True, text=True, timeout=120, env=project)  # mtkit's splitter
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["lines_cut"] >= 2  # ". are and …", "… sat . Where …"
+    cut = json.loads(run_study(bench / "hf_segment.py", str(src), "-o", str(sent)))  # mtkit's splitter
+    assert cut["lines_cut"] >= 2  # ". are and …", "… sat . Where …"
     for beam in (1, 3):
         out = tmp_path / f"hf.{beam}.txt"
-        done = subprocess.run([sys.executable, str(bench / "hf_flow.py"), "generate", str(hf_dir), "-i",
-                               str(sent), "--join", f"{sent}.count", "-o", str(out), "--beam", str(beam),
-                               "--batch-size", "4", "--threads", "1"],
-                              capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stderr
-        assert json.loads(done.stdout)["lines"] == len(lines)
+        written = run_study(bench / "hf_flow.py", "generate", str(hf_dir), "-i", str(sent), "--join",
+                            f"{sent}.count", "-o", str(out), "--beam", str(beam), "--batch-size", "4",
+                            "--threads", "1")
+        assert json.loads(written)["lines"] == len(lines)
         engine = Translator(model_dir, device="cpu", threads=1, precision="fp32", beam_size=beam)
         ours = engine.translate(lines)
         assert out.read_text(encoding="utf-8").splitlines() == ours
     mine = tmp_path / "mine.txt"
     mine.write_text("\n".join(ours) + "\n", encoding="utf-8")
-    done = subprocess.run([sys.executable, str(bench / "hf_flow.py"), "compare", str(out), str(mine), "--ref",
-                           str(src)], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout)
+    done = run_study(bench / "hf_flow.py", "compare", str(out), str(mine), "--ref", str(src))
+    result = json.loads(done)
     assert result["identical"] == result["lines"] == len(lines) and result["delta"] == 0

@@ -130,3 +130,11 @@ def test_placeholders_invented_in_a_string_that_has_none_are_taken_out():
     assert out[1].text is None  # nothing but what it invented: left, and reported
     off = translate_strings(list(answers)[:1], lambda lines: [answers[s] for s in lines], rescue=False)
     assert off[0].text is None
+
+
+def test_a_sentinel_the_model_wrote_wrong_is_not_left_in_the_text():
+    # "column 901 in child table" → "Spalte 90101-Tabelle …": the number goes, the word stays
+    model = _Aligning({"column 901 in version 9.5": ("Spalte 90101-Tabelle in Version 9.5 9.01.01", None)})
+    out = translate_strings(['column "%s" in version 9.5'], model)
+    assert out[0].text is not None and out[0].rescued == "position"
+    assert "901" not in out[0].text.replace(".", "") and "Tabelle" in out[0].text and "9.5" in out[0].text

@@ -281,6 +281,16 @@ def masked_candidates(candidates: str | Sequence[str], pairs: list[tuple[str, _S
     return [text for text in found if text is not None]
 
 
+def _unsentinelled(word: str, numbers: set[str], core: str) -> str:
+    """``word`` without a run of digits and dots the model made of a sentinel (``90101-Tabelle``,
+    ``9.01.01``: 901 written wrong), where the source does not hold that run."""
+    def mangled(m: re.Match[str]) -> str:
+        digits = m[0].replace(".", "")
+        return "" if m[0] not in core and any(n in digits for n in numbers) else m[0]
+
+    return re.sub(r"\d[\d.]*\d", mangled, word).strip("-")
+
+
 def settle(core: str, find: Finder, masked: str, pairs: list[tuple[str, _Slot]], translation: str,
            links: list[tuple[int, int]] | None, check: Callable[[str], bool]) -> tuple[str, str] | None:
     """A translation of ``core`` from the one translation of its ``masked`` form (``sentinels``) and its
@@ -294,7 +304,7 @@ def settle(core: str, find: Finder, masked: str, pairs: list[tuple[str, _Slot]],
     numbers = {number for number, _ in pairs}
     bare, placed = stripped(core, find)
     source_words = [i for i, w in enumerate(masked.split()) if w not in numbers]
-    words = [_uninvented(w, find) for w in translation.split()]
+    words = [_unsentinelled(_uninvented(w, find), numbers, core) for w in translation.split()]
     target_words = [j for j, w in enumerate(words) if w.strip(".,;:!?()") not in numbers and w]
     text = " ".join(words[j] for j in target_words)
     if not text.strip() or len(source_words) != len(bare.split()):

@@ -285,6 +285,46 @@ def test_an_imported_m2m100_is_refused_by_the_exporters_in_one_line(spm_file, tm
     assert not (tmp_path / "ct2").exists()
 
 
+EOS_LIKE_WORD = 51
+
+
+@pytest.mark.parametrize("early_stopping", [True, False])
+def test_beam_search_under_length_penalty_one_finds_what_generate_finds(early_stopping, spm_file, tmp_path):
+    """m2m100_418M's own settings: 5 beams (here 4), length_penalty 1.0 and early_stopping true. generate
+    divides by a length that counts the forced language token (decoding.length_offset 1) and, with
+    early_stopping, stops a sentence at K finished hypotheses (decoding.beam_stop finished)."""
+    from transformers import M2M100ForConditionalGeneration
+
+    hf_dir = m2m100_dir(tmp_path / "hf", spm_file, text=True)
+    random_model = M2M100ForConditionalGeneration.from_pretrained(hf_dir)
+    with torch.no_grad():  # </s> as likely as a word: hypotheses of many lengths, where the offset counts
+        random_model.lm_head.weight[2] = random_model.lm_head.weight[EOS_LIKE_WORD] * 0.9
+    random_model.save_pretrained(hf_dir)
+    gen = json.loads((hf_dir / "generation_config.json").read_text())
+    gen.update(num_beams=4, length_penalty=1.0, early_stopping=early_stopping)
+    (hf_dir / "generation_config.json").write_text(json.dumps(gen))
+    model_dir = import_hf(hf_dir, tmp_path / "mtkit")
+    loaded = load_model(model_dir)
+    decoding = loaded.config.decoding
+    assert (decoding.beam_stop, decoding.length_offset, decoding.length_norm) == (
+        "finished" if early_stopping else "so_far", 1, "average")
+    model, tok = hf_pair(hf_dir)
+    tok.src_lang = "en"
+    to_hf = hf_ids(model_dir, tok)
+    lines = LINES + sentences(60, 9)
+    enc = tok(lines, return_tensors="pt", padding=True)
+    tag = Bpe(model_dir / "bpe.model").piece_ids(["<2de>"], "bpe")["<2de>"]
+    start = torch.full((len(lines),), tag)
+    found = search(loaded.model, mtkit_batch(model_dir, lines), decoding, start=start)
+    with torch.no_grad():
+        out = model.generate(**enc, forced_bos_token_id=tok.convert_tokens_to_ids("__de__"),
+                             bad_words_ids=[[tok.pad_token_id]])
+    for hyps, row in zip(found, out.tolist(), strict=True):
+        generated = [i for i in row[2:] if i != tok.pad_token_id]
+        generated = generated[:generated.index(2) + 1] if 2 in generated else generated + [2]
+        assert [to_hf[t] for t in hyps[0].tokens] + [2] == generated, (hyps[0].tokens, row)
+
+
 @pytest.mark.parametrize("damage", ["spm", "pad", "activation", "src_lang", "early_stopping"])
 def test_bad_m2m100_directories_are_refused_in_one_line_and_nothing_written(damage, spm_file, tmp_path):
     hf_dir = m2m100_dir(tmp_path / "hf", spm_file)
@@ -300,7 +340,7 @@ def test_bad_m2m100_directories_are_refused_in_one_line_and_nothing_written(dama
         kwargs["src_lang"] = "xx"
     else:
         gen = json.loads((hf_dir / "generation_config.json").read_text())
-        (hf_dir / "generation_config.json").write_text(json.dumps({**gen, "early_stopping": True,
+        (hf_dir / "generation_config.json").write_text(json.dumps({**gen, "early_stopping": "never",
                                                                    "num_beams": 5}))
     (hf_dir / "config.json").write_text(json.dumps(config))
     fragment = {"spm": "sentencepiece.bpe.model", "pad": "pad_token_id", "activation": "activation_function",

@@ -231,11 +231,15 @@ class DecodingConfig:
     eos_at_limit: Literal["scored", "free"] = _f(
         "scored", "The EOS forced at the length limit: scored adds its log-probability to the hypothesis' "
         "score; free adds 0, as Transformers' forced_eos_token_id does (imported MarianMT models).")
-    beam_stop: Literal["ended", "so_far"] = _f(
+    beam_stop: Literal["ended", "so_far", "finished"] = _f(
         "ended", "When beam search stops a sentence under length_norm average (K finished hypotheses "
         "and): ended, the best live beam ended now (its length + EOS) would not beat the worst of them; "
         "so_far, the same with its length so far, as Transformers' generate stops (imported MarianMT "
-        "models). Torch engine only.")
+        "models); finished, at K finished hypotheses alone, as generate with early_stopping true. "
+        "Torch engine only.")
+    length_offset: int = _f(
+        0, "Tokens added to every hypothesis' length where a length norm divides by it: 1 for imported "
+        "M2M100/NLLB models, whose generate counts the forced target-language token. Torch engine only.", 0)
     no_repeat_ngram: int = _f(0, "Forbid repeating any n-gram of this size (0 = off).", 0)
     max_input_tokens: int = _f(
         400, "Longer inputs are split into sentences or windows of this many subwords and rejoined.", 8

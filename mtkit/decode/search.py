@@ -358,9 +358,10 @@ def _continuations(ext: _Extensions, k: int) -> _Continuations:
 
 def _sentences_done(b: _Beams, cont: _Continuations, t: int, cfg: DecodingConfig) -> Tensor:
     """[n] bool: at the length limit (all beams were forced to EOS), or K finished and (except under
-    gnmt) the best live beam, were it to end now, would not beat the worst of them."""
+    gnmt and ``beam_stop: finished``) the best live beam, were it to end now, would not beat the worst
+    of them."""
     has_k = b.worst > NEG_INF
-    if cfg.length_norm != "gnmt":
+    if cfg.length_norm != "gnmt" and cfg.beam_stop != "finished":
         # its length if it ended now (t + 1 tokens and EOS), or, as generate, its length so far
         length = t + (2 if cfg.beam_stop == "ended" else 1)
         has_k = has_k & (b.worst >= normalise(cont.scores[:, 0], length, cfg))

@@ -36,7 +36,9 @@ class Hypothesis:
 
 
 def normalise(log_prob: float | Tensor, length: int | Tensor, cfg: DecodingConfig) -> Any:
-    """The ranking score of a hypothesis of ``length`` tokens (EOS included)."""
+    """The ranking score of a hypothesis of ``length`` tokens (EOS included; plus
+    ``decoding.length_offset``)."""
+    length = length + cfg.length_offset
     if cfg.length_norm == "gnmt":
         if cfg.length_penalty == 0:
             return log_prob

@@ -109,6 +109,7 @@ def read_m2m100(source: Path, hf: dict[str, Any], src_lang: str | None) -> Impor
     forced_eos = gen.get("forced_eos_token_id", hf.get("forced_eos_token_id"))
     decoding["max_len_b"] -= 1 if forced_eos is not None else 0
     decoding["min_len"] = max(decoding["min_len"] - 1, 0)
+    decoding["length_offset"] = 1  # generate's lengths count the forced language token, mtkit's tag not
     hf_state = _weights(source)
     for key in [k for k in hf_state if k.endswith("embed_positions.weights")]:  # old files: fairseq's table
         del hf_state[key]

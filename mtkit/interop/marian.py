@@ -37,9 +37,8 @@ from mtkit.errors import ConfigError
 NO_LOGIT = -1.0e4
 SPECIAL_NAMES = ("<pad>", "<unk>", "<s>", "</s>")
 _ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "swish": "swish", "silu": "swish"}
-#: generation settings mtkit's search has only at generate's default (early_stopping true stops a beam at
-#: K finished hypotheses, where mtkit waits until none could beat them)
-_GENERATE_DEFAULTS: dict[str, Any] = {"do_sample": False, "early_stopping": False, "repetition_penalty": 1.0,
+#: generation settings mtkit's search has only at generate's default
+_GENERATE_DEFAULTS: dict[str, Any] = {"do_sample": False, "repetition_penalty": 1.0,
                                       "diversity_penalty": 0.0, "num_beam_groups": 1,
                                       "encoder_repetition_penalty": 1.0, "renormalize_logits": False}
 
@@ -154,6 +153,9 @@ def decoding_settings(gen: dict[str, Any], pad: int, start: int, where: str) -> 
         value = gen.get(key)
         if value is not None and (value is not False if default is False else value != default):
             raise ConfigError(f"{where}: {key}={gen[key]} has no mtkit search equivalent (only {default})")
+    early = gen.get("early_stopping", False)
+    if early not in (True, False, None):  # "never": generate's bound then looks ahead to max_length
+        raise ConfigError(f"{where}: early_stopping={early!r} has no mtkit search equivalent (true or false)")
     max_length = int(gen.get("max_length", 20))
     if gen.get("max_new_tokens") is not None:  # generate then ignores max_length
         max_length = int(gen["max_new_tokens"]) + 1
@@ -163,7 +165,7 @@ def decoding_settings(gen: dict[str, Any], pad: int, start: int, where: str) -> 
             "max_len_a": 0.0, "max_len_b": max_length - 2,
             "min_len": max(int(gen.get("min_length", 0)) - 1, 0),
             "no_repeat_ngram": int(gen.get("no_repeat_ngram_size", 0) or 0), "eos_at_limit": "free",
-            "beam_stop": "so_far"}
+            "beam_stop": "finished" if early is True else "so_far"}
 
 
 def hf_settings(model: Any, decoding: Any, src_size: int, tgt_size: int

@@ -151,24 +151,20 @@ def _sample_or_greedy(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, copies: 
         finished = tok == EOS_ID
         if dead is not None:
             finished &= ~dead
-        if not bool(finished.any()):
+        leaving = None  # the rows to take out of the batch at this step
+        if bool(finished.any()):
+            _collect_finished(finished, history, scores, rows, attn_hist, src_mask, cfg, results)
+            leaving = finished
+            if dead is not None:
+                # greedy: finished rows stay in the batch until enough have finished to pay for
+                # gathering the cache and the encoder output of the rest (one copy of each)
+                dead |= finished
+                leaving = dead if int(dead.sum()) >= COMPACT_FRACTION * dead.numel() else None
+        if leaving is None:
             history = torch.cat([history, tok.unsqueeze(1)], 1)
             prev = tok
             continue
-        _collect_finished(finished, history, scores, rows, attn_hist, src_mask, cfg, results)
-        if dead is not None:
-            # greedy: finished rows stay in the batch, fed EOS, until enough have finished to pay
-            # for gathering the cache and the encoder output of the rest (one copy of each)
-            dead |= finished
-            dead_rows = int(dead.sum())
-            if dead_rows == dead.numel():
-                break
-            if dead_rows < COMPACT_FRACTION * dead.numel():
-                history = torch.cat([history, tok.unsqueeze(1)], 1)
-                prev = tok
-                continue
-            finished = dead
-        keep = (~finished).nonzero().squeeze(1)
+        keep = (~leaving).nonzero().squeeze(1)
         if keep.numel() == 0:
             break
         history = torch.cat([history[keep], tok[keep].unsqueeze(1)], 1)

@@ -135,9 +135,9 @@ def attend(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, causal: 
 
     ``mask``: additive float mask broadcastable to [B, H, T, S]; ``causal``: query t (at absolute
     position q_offset + t) sees keys ≤ q_offset + t. PyTorch's fused SDPA kernel runs unless the
-    weights are wanted or relative positions must enter the scores and outputs, decoding steps
-    included (a single query over the strided view of a preallocated cache: faster than the explicit
-    path on CPU). Both paths compute the same function.
+    weights are wanted, relative positions must enter the scores and outputs, or a decoding step's
+    single query is in fp32 on the CPU (there the explicit path is faster; in bf16 the kernel, which
+    also reads the strided views of a preallocated cache). Both paths compute the same function.
     """
     if q.dtype == torch.bfloat16 and q.device.type == "cpu" and torch.is_grad_enabled():
         # CPU attention kernels are several times slower backwards in bf16 than in fp32, so bf16

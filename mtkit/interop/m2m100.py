@@ -31,7 +31,7 @@ from typing import Any
 
 from mtkit.data.corpora import LANGUAGE, tag
 from mtkit.errors import ConfigError
-from mtkit.interop.marian import _ACTIVATIONS, SPECIAL_NAMES, VocabOrder
+from mtkit.interop.marian import SPECIAL_NAMES, VocabOrder, layer_settings
 
 #: an NLLB language code (``eng_Latn``) among a tokenizer's added tokens
 NLLB_CODE = re.compile(r"[a-z]{3}_[A-Z][a-z]{3}\Z")
@@ -47,31 +47,14 @@ def is_m2m100(hf: dict[str, Any]) -> bool:
 
 def model_settings(hf: dict[str, Any], where: str) -> dict[str, Any]:
     """The ``model`` section of an M2M100 ``config.json``; a setting mtkit cannot hold is refused."""
-    for a, b in (("encoder_attention_heads", "decoder_attention_heads"),
-                 ("encoder_ffn_dim", "decoder_ffn_dim")):
-        if hf.get(a, 16 if "heads" in a else 4096) != hf.get(b, 16 if "heads" in b else 4096):
-            raise ConfigError(f"{where}: {a}={hf.get(a)} differs from {b}={hf.get(b)}; mtkit's encoder and "
-                              "decoder share one value")
-    act = hf.get("activation_function", "relu")
-    if act not in _ACTIVATIONS:
-        raise ConfigError(f"{where}: activation_function={act!r} is not one mtkit has (relu, gelu, swish)")
+    layers = layer_settings(hf, where, activation="relu", attention_dropout=0.1, scale_embedding=True)
     if hf.get("pad_token_id", FAIRSEQ_PAD) != FAIRSEQ_PAD:
         raise ConfigError(f"{where}: pad_token_id={hf.get('pad_token_id')}: M2M100's positions start at "
                           "pad_token_id + 1, and mtkit's fairseq sinusoids at 2 (fairseq's pad id 1)")
     if int(hf.get("d_model", 1024)) < 4:
         raise ConfigError(f"{where}: d_model={hf.get('d_model')} is too small for fairseq's sinusoids")
-    return {
-        "arch": "transformer", "norm": "pre", "positions": "sinusoidal", "sinusoid_layout": "fairseq",
-        "d_model": int(hf.get("d_model", 1024)), "heads": int(hf.get("encoder_attention_heads", 16)),
-        "d_ff": int(hf.get("encoder_ffn_dim", 4096)), "encoder_layers": int(hf.get("encoder_layers", 12)),
-        "decoder_layers": int(hf.get("decoder_layers", 12)), "activation": _ACTIVATIONS[act],
-        "dropout": float(hf.get("dropout", 0.1)),
-        "attention_dropout": float(hf.get("attention_dropout", 0.1)),
-        "activation_dropout": float(hf.get("activation_dropout", 0.0)),
-        "embed_scale": bool(hf.get("scale_embedding", True)), "share_all_embeddings": False,
-        "tie_embeddings": bool(hf.get("tie_word_embeddings", True)), "source_eos": True,
-        "source_bos": True, "decoder_bos": True, "output_bias": True,
-    }
+    return {**layers, "norm": "pre", "sinusoid_layout": "fairseq", "share_all_embeddings": False,
+            "source_bos": True, "decoder_bos": True}
 
 
 def m2m100_languages(codes: list[str], first_id: int) -> dict[int, str]:

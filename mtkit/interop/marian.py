@@ -106,35 +106,43 @@ def languages(order: VocabOrder) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------ configs
+def layer_settings(hf: dict[str, Any], where: str, activation: str, attention_dropout: float,
+                   scale_embedding: bool) -> dict[str, Any]:
+    """The ``model`` settings MarianMT and M2M100 configs spell alike (sizes, activation, dropouts,
+    embedding scale and tying), under the class's own defaults for the keys a config may leave out;
+    encoder and decoder sizes that differ, or an activation mtkit lacks, are refused."""
+    for a, b in (("encoder_attention_heads", "decoder_attention_heads"),
+                 ("encoder_ffn_dim", "decoder_ffn_dim")):
+        if hf.get(a, 16 if "heads" in a else 4096) != hf.get(b, 16 if "heads" in b else 4096):
+            raise ConfigError(f"{where}: {a}={hf.get(a)} differs from {b}={hf.get(b)}; mtkit's encoder and "
+                              "decoder share one value")
+    act = hf.get("activation_function", activation)
+    if act not in _ACTIVATIONS:
+        raise ConfigError(f"{where}: activation_function={act!r} is not one mtkit has (relu, gelu, swish)")
+    return {
+        "arch": "transformer", "positions": "sinusoidal",
+        "d_model": int(hf.get("d_model", 1024)), "heads": int(hf.get("encoder_attention_heads", 16)),
+        "d_ff": int(hf.get("encoder_ffn_dim", 4096)), "encoder_layers": int(hf.get("encoder_layers", 12)),
+        "decoder_layers": int(hf.get("decoder_layers", 12)), "activation": _ACTIVATIONS[act],
+        "dropout": float(hf.get("dropout", 0.1)),
+        "attention_dropout": float(hf.get("attention_dropout", attention_dropout)),
+        "activation_dropout": float(hf.get("activation_dropout", 0.0)),
+        "embed_scale": bool(hf.get("scale_embedding", scale_embedding)),
+        "tie_embeddings": bool(hf.get("tie_word_embeddings", True)), "source_eos": True, "output_bias": True,
+    }
+
+
 def model_settings(hf: dict[str, Any], where: str) -> dict[str, Any]:
     """The ``model`` config section of a MarianMT ``config.json``; an unsupported setting is refused."""
     if hf.get("model_type") != "marian":
         raise ConfigError(f"{where}: model_type is {hf.get('model_type')!r}, not 'marian', 'pegasus' or "
                           "'m2m_100' (a MarianMT, M2M100 or NLLB checkpoint as save_pretrained writes it, or "
                           "mtkit's Pegasus export)")
-    for a, b in (("encoder_attention_heads", "decoder_attention_heads"),
-                 ("encoder_ffn_dim", "decoder_ffn_dim")):
-        if hf.get(a, 16 if "heads" in a else 4096) != hf.get(b, 16 if "heads" in b else 4096):
-            raise ConfigError(f"{where}: {a}={hf.get(a)} differs from {b}={hf.get(b)}; mtkit's encoder and "
-                              "decoder share one value")
-    act = hf.get("activation_function", "gelu")
-    if act not in _ACTIVATIONS:
-        raise ConfigError(f"{where}: activation_function={act!r} is not one mtkit has (relu, gelu, swish)")
+    layers = layer_settings(hf, where, activation="gelu", attention_dropout=0.0, scale_embedding=False)
     shared = bool(hf.get("share_encoder_decoder_embeddings", True))
     if shared and hf.get("decoder_vocab_size") not in (None, hf.get("vocab_size")):
         raise ConfigError(f"{where}: decoder_vocab_size differs from vocab_size with shared embeddings")
-    return {
-        "arch": "transformer", "norm": "post", "positions": "sinusoidal", "sinusoid_layout": "halves",
-        "d_model": int(hf.get("d_model", 1024)), "heads": int(hf.get("encoder_attention_heads", 16)),
-        "d_ff": int(hf.get("encoder_ffn_dim", 4096)), "encoder_layers": int(hf.get("encoder_layers", 12)),
-        "decoder_layers": int(hf.get("decoder_layers", 12)), "activation": _ACTIVATIONS[act],
-        "dropout": float(hf.get("dropout", 0.1)),
-        "attention_dropout": float(hf.get("attention_dropout", 0.0)),
-        "activation_dropout": float(hf.get("activation_dropout", 0.0)),
-        "embed_scale": bool(hf.get("scale_embedding", False)), "share_all_embeddings": shared,
-        "tie_embeddings": bool(hf.get("tie_word_embeddings", True)), "source_eos": True,
-        "output_bias": True,
-    }
+    return {**layers, "norm": "post", "sinusoid_layout": "halves", "share_all_embeddings": shared}
 
 
 def decoding_settings(gen: dict[str, Any], pad: int, start: int, where: str) -> dict[str, Any]:

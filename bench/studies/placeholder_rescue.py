@@ -49,6 +49,7 @@ def main() -> None:
     parser.add_argument("--data", default=str(ROOT.parent / "shared/data/deb-en-de"))
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--engine", default="auto")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N (the torch engine)")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--paths", default=";".join(PATHS), help="which paths, separated by ;")
     parser.add_argument("--hyps", help="a directory for each path's output and the references")
@@ -61,7 +62,7 @@ def main() -> None:
     chosen = [n for n, line in enumerate(src) if placeholders(line)]
     lines, refs = [src[n] for n in chosen], [ref[n] for n in chosen]
     search = SearchOptions(overrides=[f"decoding.beam_size={args.beam}"])
-    translator = Translator(args.model, LoadOptions(device="cpu", engine=args.engine), search)
+    translator = Translator(args.model, LoadOptions(device=args.device, engine=args.engine), search)
     plain_fn, constrained_fn = search_functions(translator)
     rows: dict[str, tuple] = {}
     best: dict[str, float] = {}

@@ -104,7 +104,7 @@ def constrained_search(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, constra
     with torch.inference_mode():
         enc = model.encode(src)
         src_mask = enc.src_mask.cpu()
-        sent_max = (_length_limits(src, cfg) + torch.tensor(totals)).tolist()
+        sent_max = (_length_limits(src, cfg).cpu() + torch.tensor(totals)).tolist()
         expand = torch.arange(batch, device=device).repeat_interleave(k)
         enc = model.reorder_encoder(enc, expand)
         state = model.init_state(enc)
@@ -179,7 +179,7 @@ def _candidates(log_probs: Tensor, active: list[int], beams: list[list[_Beam]],
                 saved = cumulative[r, keep].clone()
                 cumulative[r].fill_(NEG_INF)
                 cumulative[r, keep] = saved
-    forced = torch.tensor(wanted, dtype=torch.long).view(-1, 2)
+    forced = torch.tensor(wanted, dtype=torch.long, device=cumulative.device).view(-1, 2)
     forced_scores = cumulative[forced[:, 0], forced[:, 1]].tolist() if wanted else []
     per_sentence = cumulative.view(len(active), k * vocab)
     top_scores, top_idx = per_sentence.topk(min(2 * k, k * vocab), dim=1)

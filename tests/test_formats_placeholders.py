@@ -42,9 +42,10 @@ _DIRECTIVES = st.builds(lambda *parts: "%" + "".join(parts),
                         st.sampled_from(["", "5", "10"]), st.sampled_from(["", ".2", ".*"]),
                         st.sampled_from(["", "h", "hh", "l", "ll", "z", "j", "L", "q"]),
                         st.sampled_from("dioxXfegcsup"))
-#: a name that is itself a directive's letters ("ld": %ld% is printf's %ld and a %) is no Symfony name
+#: a name that is itself a directive's letters is no Symfony name: "ld" (%ld% is printf's %ld and a %),
+#: or a length modifier alone ("ll": %ll% is printf's length ll before the conversion %)
 _NAMES = st.text("abcdfilsquxz_0", min_size=2, max_size=6).filter(lambda name: not name[0].isdigit()).filter(
-    lambda name: not re.fullmatch(r"(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGaAcsSp%mr]", name))
+    lambda name: not re.fullmatch(r"(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGaAcsSp%mr]?", name))
 
 
 @settings(max_examples=100, deadline=None)

@@ -132,3 +132,12 @@ def test_module_paths_in_the_docs_exist(page: Path):
         if not any(_module_exists(parts[:n]) for n in range(2, len(parts) + 1)):
             stale.append(m.group(0))
     assert not stale, f"{page.relative_to(ROOT)} names modules that do not exist: {sorted(set(stale))}"
+
+
+def test_every_bench_study_is_listed_in_the_bench_readme():
+    """bench/README.md is the index of the studies: a study nobody can find is measured once and lost."""
+    listed = (ROOT / "bench" / "README.md").read_text(encoding="utf-8")
+    studies = ROOT / "bench" / "studies"
+    missing = [p.relative_to(studies).as_posix() for p in sorted(studies.rglob("*"))
+               if p.suffix in (".py", ".sh") and "__pycache__" not in p.parts and f"`{p.name}`" not in listed]
+    assert not missing, f"bench/README.md does not list: {missing}"

@@ -1,15 +1,12 @@
 """Decoding on a CUDA GPU: what the CPU tests of test_search.py, test_constrained.py and
 test_attention.py state, on the card's kernels. Constrained search (which `--placeholders`, catalogs
 and glossaries use; it once mixed a host tensor into the card's) meets its constraints; greedy rows that
-ride along after finishing change nothing; beams that share one encoder row find what K copies find; a
-one-query step equals the fused kernel; bf16 weights decode to finite scores. These need a GPU;
-elsewhere they skip (the same behaviour is tested on the CPU, with forced ISAs, in the modules named)."""
+ride along after finishing change nothing; a one-query step equals the fused kernel; bf16 weights decode
+to finite scores. These need a GPU; elsewhere they skip (the same behaviour is tested on the CPU, with
+forced ISAs, in the modules named). Beams sharing one encoder row (test_search.py) and `--placeholders`
+end to end (test_formats_placeholders.py) take a ``device`` parameter there instead."""
 
 from __future__ import annotations
-
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -17,7 +14,6 @@ import torch
 from mtkit.config.experiment import DecodingConfig, ModelConfig
 from mtkit.decode.constrained import constrained_search
 from mtkit.decode.search import Hypothesis, search
-from mtkit.formats.placeholders import kept
 from mtkit.models import build_model
 from mtkit.models.attention import additive_key_mask, attend
 from mtkit.models.base import Seq2Seq
@@ -74,21 +70,6 @@ def test_greedy_same_whether_finished_rows_leave_at_once_or_ride_along(fraction,
         assert torch.allclose(a[0].attention.float(), b[0].attention.float(), atol=1e-5)
 
 
-@pytest.mark.parametrize("source_eos", [False, True])
-def test_beams_sharing_one_encoder_row_search_as_with_k_copies(source_eos):
-    model, src = transformer(seed=3, source_eos=source_eos), random_src(9, seed=8)
-    assert model.beams_share_encoder
-    decoding = DecodingConfig(max_len_a=1.5, max_len_b=3)
-    shared = search(model, src, decoding, beam_size=4, nbest=3, need_attention=True)
-    model.beams_share_encoder = False  # the instance only: K copies of each encoder row
-    copies = search(model, src, decoding, beam_size=4, nbest=3, need_attention=True)
-    assert tokens(shared) == tokens(copies)
-    for mine, theirs in zip(shared, copies, strict=True):
-        for a, b in zip(mine, theirs, strict=True):
-            assert a.score == pytest.approx(b.score, abs=1e-5)
-            assert torch.allclose(a.attention, b.attention, atol=1e-5)
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_one_query_step_equals_the_fused_kernel(dtype):
     torch.manual_seed(0)
@@ -134,21 +115,3 @@ def test_hard_constraints_are_met_on_the_card():
         for h in hyps:
             assert any(h.tokens[i:i + len(never)] == never for i in range(len(h.tokens)))
 
-
-def test_placeholders_translate_on_the_card(tmp_path):
-    """`mtkit translate --placeholders --device cuda`: one line per line, every placeholder kept (the
-    path through masking, constrained retries and the alignment)."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    from test_translator import make_model_dir
-
-    model_dir = make_model_dir(tmp_path / "model", beam_size=2, max_len_a=1.0, max_len_b=6)
-    lines = ["the house %s is small", "where are {0} you going", "we like <b>green</b> tea", "", "plain cat"]
-    src = tmp_path / "in.txt"
-    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    run = subprocess.run([sys.executable, "-m", "mtkit", "translate", "-m", str(model_dir), "-i", str(src),
-                          "--placeholders", "--device", "cuda"], capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr
-    out = run.stdout.split("\n")[:-1]
-    assert len(out) == len(lines)
-    for source, target in zip(lines, out, strict=True):
-        assert kept(source, target) == "", (source, target)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -201,12 +202,15 @@ def model_dir(tmp_path_factory) -> Path:
     return make_model_dir(tmp_path_factory.mktemp("ph-model"), beam_size=2, max_len_a=1.0, max_len_b=6)
 
 
-def test_placeholders_on_plain_text_keep_one_line_per_line_and_never_break_one(model_dir, tmp_path):
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA GPU"))])
+def test_placeholders_on_plain_text_keep_one_line_per_line_and_never_break_one(model_dir, tmp_path, device):
+    """On a GPU too: constrained retries once mixed a host tensor into the card's there."""
     lines = ["the house %s is small", "where are {0} you going", "we like <b>green</b> tea", "", "plain cat"]
     src = tmp_path / "in.txt"
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")
     run = subprocess.run([sys.executable, "-m", "mtkit", "translate", "-m", str(model_dir), "-i", str(src),
-                          "--placeholders", "--device", "cpu"], capture_output=True, text=True, timeout=300)
+                          "--placeholders", "--device", device], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     out = run.stdout.split("\n")[:-1]
     assert len(out) == len(lines)

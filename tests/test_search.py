@@ -194,17 +194,19 @@ def test_greedy_same_whether_finished_rows_leave_at_once_or_ride_along(model, fr
             assert torch.allclose(a[0].attention.float(), b[0].attention.float(), atol=1e-5)
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA GPU"))])
 @pytest.mark.parametrize("source_eos", [False, True])
-def test_beams_sharing_one_encoder_row_search_as_with_k_copies(source_eos):
+def test_beams_sharing_one_encoder_row_search_as_with_k_copies(source_eos, device):
     """The Transformer's beams read one copy of their sentence's encoder output (their queries
     grouped); beam search must find the same hypotheses, scores and attention as with K copies,
-    sentences leaving the batch included."""
+    sentences leaving the batch included (on a GPU too: there fp32 is fp32, no TF32)."""
     torch.manual_seed(3)
     cfg = ModelConfig(arch="transformer", d_model=32, heads=4, d_ff=64, encoder_layers=2, decoder_layers=2,
                       dropout=0.0, source_eos=source_eos)
-    model = build_model(cfg, VOCAB, VOCAB, True).eval()
+    model = build_model(cfg, VOCAB, VOCAB, True).eval().to(device)
     assert model.beams_share_encoder
-    src = random_src(9, seed=8, lo=1, hi=12)
+    src = random_src(9, seed=8, lo=1, hi=12).to(device)
     decoding = DecodingConfig(max_len_a=1.5, max_len_b=3)
     shared = search(model, src, decoding, beam_size=4, nbest=3, need_attention=True)
     model.beams_share_encoder = False  # the instance only: K copies of each encoder row

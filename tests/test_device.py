@@ -8,7 +8,15 @@ import pytest
 import torch
 
 from mtkit import cpus, device
-from mtkit.device import autocast_dtype, decode_dtype, resolve_device, thread_count, threads
+from mtkit.device import (
+    DECODING_SPIN_COUNT,
+    autocast_dtype,
+    decode_dtype,
+    resolve_device,
+    short_openmp_spin,
+    thread_count,
+    threads,
+)
 from mtkit.errors import ConfigError
 
 CPU = torch.device("cpu")
@@ -101,11 +109,45 @@ def test_library_import_changes_no_environment():
     import sys
 
     code = ("import os, mtkit.decode.translator, mtkit.train.trainer; "
-            "print(os.environ.get('ONEDNN_PRIMITIVE_CACHE_CAPACITY'), os.environ.get('LRU_CACHE_CAPACITY'))")
-    caches = ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")
+            "print(os.environ.get('ONEDNN_PRIMITIVE_CACHE_CAPACITY'), os.environ.get('LRU_CACHE_CAPACITY'), "
+            "os.environ.get('GOMP_SPINCOUNT'))")
+    caches = ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY", "GOMP_SPINCOUNT", "OMP_WAIT_POLICY")
     env = {k: v for k, v in os.environ.items() if k not in caches}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
-    assert out.stdout.split() == ["None", "None"], out.stderr
+    assert out.stdout.split() == ["None", "None", "None"], out.stderr
+
+
+@pytest.mark.parametrize(("args", "user", "expected"), [
+    (["translate", "-m", "M"], {}, str(DECODING_SPIN_COUNT)),
+    (["--debug", "serve", "-m", "M"], {}, str(DECODING_SPIN_COUNT)),
+    (["train", "c.yaml"], {}, None),  # training alone measured slower with the short spin
+    (["translate"], {"GOMP_SPINCOUNT": "77"}, "77"),  # the user's value wins
+    (["translate"], {"OMP_WAIT_POLICY": "PASSIVE"}, None),  # and so does the user's policy
+])
+def test_commands_that_decode_let_idle_openmp_threads_sleep_soon(monkeypatch, args, user, expected):
+    """Two decoding commands on the same cores took 16-149 s with OpenMP's default spin against 11-13 s
+    with a short one (docs/results.md, "Translation speed"); the CLI sets it before torch loads."""
+    for name in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in user.items():
+        monkeypatch.setenv(name, value)
+    short_openmp_spin(args)
+    assert os.environ.get("GOMP_SPINCOUNT") == expected
+
+
+def test_the_cli_sets_the_spin_before_torch_loads():
+    """libgomp reads GOMP_SPINCOUNT when PyTorch loads it: `mtkit translate` must set it first."""
+    import subprocess
+    import sys
+
+    code = ("import atexit, os, sys; sys.argv = ['mtkit', 'translate', '--help']\n"
+            "import mtkit.cli.app as app\n"
+            "loaded = 'torch' in sys.modules\n"
+            "atexit.register(lambda: print('spin', os.getenv('GOMP_SPINCOUNT'), 'torch before', loaded))\n"
+            "app.main()")
+    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert f"spin {DECODING_SPIN_COUNT} torch before False" in out.stdout, out.stdout + out.stderr
 
 
 def test_a_cuda_device_keeps_attention_off_cudnn(monkeypatch):

@@ -1,7 +1,5 @@
 """The `mtkit` command line: parse options, call one stage function, print errors as one line.
-
-Stage modules are imported inside the commands so `mtkit --help` stays fast.
-"""
+Stage modules are imported inside the commands so `mtkit --help` stays fast."""
 
 from __future__ import annotations
 
@@ -14,7 +12,7 @@ import typer
 from mtkit import __version__
 from mtkit.cli.serve import serve_command
 from mtkit.cli.translate import translate_command
-from mtkit.device import bound_kernel_caches
+from mtkit.device import bound_kernel_caches, short_openmp_spin
 from mtkit.errors import MtkitError, OutputClosed
 from mtkit.vocab import BPE_SAMPLE_SENTENCES
 
@@ -382,7 +380,8 @@ def params(
 
 
 def main() -> None:
-    bound_kernel_caches()  # before any command computes: the CLI owns its process
+    bound_kernel_caches()  # before any command computes (or loads torch): the CLI owns its process
+    short_openmp_spin(sys.argv[1:])
     try:
         app()
     except OutputClosed:

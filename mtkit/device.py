@@ -253,12 +253,12 @@ def short_openmp_spin(args: list[str], spin_count: int = DECODING_SPIN_COUNT) ->
     """Let idle OpenMP threads sleep after ``spin_count`` busy-wait iterations, except in training.
 
     PyTorch's CPU kernels (and CTranslate2's) run on GNU OpenMP, whose idle threads spin 300,000
-    iterations before sleeping. A command alone on its cores loses nothing to that. Two commands on
-    the same cores do: two `mtkit translate` commands of 300 lines each, run together on 2 cores,
-    took 16-149 s with the default spin, against 6 s for one alone. Every parallel region waited for
-    threads that the other process's spinning kept off the cores. With 3,000 iterations the pair took
-    11-13 s, and one alone ran at the same speed. Training alone measured 8% slower with the short
-    spin, so ``train`` keeps the default. Measurements: docs/results.md ("Translation speed").
+    iterations before sleeping. Two commands on the same cores pay for that: two `mtkit translate`
+    commands of 300 lines each, run together on 2 cores, took 16-149 s greedy (53-298 s beam 5) with
+    the default spin, against 6-7 s for one alone. Every parallel region waited for threads that the
+    other process's spinning kept off the cores. With 3,000 iterations the pair took 11-13 s greedy
+    (28-31 s beam 5), at a cost of 4-10% for a command alone. Training alone measured 8% slower with
+    the short spin, so ``train`` keeps the default. Measurements: docs/results.md ("Translation speed").
 
     ``args`` are the command line's arguments (the first one that is not an option names the
     command). libgomp reads the variable when it loads, that is on PyTorch's import, so this must run

@@ -200,7 +200,7 @@ def test_greedy_same_whether_finished_rows_leave_at_once_or_ride_along(model, fr
 def test_beams_sharing_one_encoder_row_search_as_with_k_copies(source_eos, device):
     """The Transformer's beams read one copy of their sentence's encoder output (their queries
     grouped); beam search must find the same hypotheses, scores and attention as with K copies,
-    sentences leaving the batch included (on a GPU too: there fp32 is fp32, no TF32)."""
+    sentences leaving the batch included (on a GPU too, where PyTorch's default leaves TF32 off)."""
     torch.manual_seed(3)
     cfg = ModelConfig(arch="transformer", d_model=32, heads=4, d_ff=64, encoder_layers=2, decoder_layers=2,
                       dropout=0.0, source_eos=source_eos)

@@ -183,32 +183,6 @@ def test_the_library_api_is_importable_from_the_package() -> None:
     assert _fresh(missing) == "module 'mtkit' has no attribute 'Nothing'"
 
 
-def test_modules_that_moved_import_under_their_old_names() -> None:
-    """A script written against the flat layout (``from mtkit.translator import Translator``,
-    ``from mtkit.config import load_config``, the ``mtkit.cli:main`` entry point of older installs)
-    keeps working: each old name is the new module itself, with a DeprecationWarning naming it."""
-    code = ("import importlib, sys, warnings, mtkit\n"
-            "bad = []\n"
-            "for old, new in mtkit._MOVED.items():\n"
-            "    with warnings.catch_warnings(record=True) as caught:\n"
-            "        warnings.simplefilter('always')\n"
-            "        module = importlib.import_module(old)\n"
-            "    if module is not importlib.import_module(new) or sys.modules[old] is not module:\n"
-            "        bad.append(old)\n"
-            "    if not any(f'is now {new}' in str(w.message) for w in caught):\n"
-            "        bad.append(old + ' (no warning)')\n"
-            "from mtkit.translator import Translator\n"
-            "from mtkit.decode import translator\n"
-            "from mtkit.config import Config, load_config\n"
-            "from mtkit.config.experiment import Config as C2, load_config as l2\n"
-            "from mtkit.cli import main\n"
-            "from mtkit.cli.app import main as m2\n"
-            "assert Translator is translator.Translator and Config is C2 and load_config is l2\n"
-            "assert main is m2\n"
-            "print(len(mtkit._MOVED), bad)")
-    assert _fresh(code) == "30 []"
-
-
 def test_importing_the_package_loads_no_torch_and_no_translator() -> None:
     """`import mtkit` (and so `mtkit --help`) stays as light as it was before the lazy exports."""
     code = ("import sys, mtkit; "

@@ -534,6 +534,8 @@ def test_multi_recipe_runs_every_stage_once_then_nothing(tmp_path: Path) -> None
     assert (recipe / "work" / "multi" / "checkpoint_best.pt").read_text() == "4"  # 4 × TIME
     scores = (recipe / "work" / "scores.txt").read_text()
     assert scores.count("TABLE") == 6 and scores.count("off-target") == 4
+    # one offtarget.py run for the table, each file against the language its direction writes
+    assert scores.count("lines not es;") == scores.count("lines not de;") == 2
 
     assert _make(recipe, log, fake, *args) == []  # finished: nothing to do
     calls = _make(recipe, log, fake, *args[:1], "TIME=2", *args[2:])  # a longer budget resumes all five

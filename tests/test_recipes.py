@@ -148,9 +148,13 @@ def _fake_mtkit(root: Path) -> Path:
 
 FAKE_SACREBLEU = r"""#!/bin/sh
 # Stand-in for the recipe's Python where it runs sacrebleu's command line (one line per output, with the
-# length ratio); every other script runs in the real interpreter.
+# length ratio); every other script runs in the real interpreter. With REAL_SACREBLEU_ONCE set, the first
+# of those runs (the one that makes that directory) is sacrebleu's own.
 if [ "$1 $2 $4" = "-m sacrebleu -i" ]; then
     test -f "$3" && test -f "$5"
+    if [ -n "$REAL_SACREBLEU_ONCE" ] && mkdir "$REAL_SACREBLEU_ONCE" 2>/dev/null; then
+        exec "$FAKE_PYTHON" "$@"
+    fi
     echo "BLEU = 10.00 40.0/20.0/10.0/5.0 (BP = 1.000 ratio = 1.000 hyp_len = 10 ref_len = 10)"
     exit
 fi
@@ -316,21 +320,31 @@ def test_deb_mrt_recipe_tunes_three_stages_scores_them_and_reruns_nothing(tmp_pa
 
     fake_python = _fake_sacrebleu(tmp_path)
 
-    def make(*variables: str, python: Path = fake_python) -> list[str]:
-        """Run make; sacrebleu's own command line scores the first run's outputs, a stand-in the rest."""
+    def make(*variables: str, real_sacrebleu: bool = False) -> list[str]:
+        """Run make; with ``real_sacrebleu``, sacrebleu's own command line scores the first output it is
+        asked to (the one run that shows the recipe's call works), a stand-in every other."""
         log.write_text("")
-        proc = subprocess.run(["make", "--no-print-directory", f"MTKIT={fake}", f"PYTHON={python}",
+        env = _make_env(log)
+        if real_sacrebleu:
+            env["REAL_SACREBLEU_ONCE"] = str(tmp_path / "real-sacrebleu-ran")
+        proc = subprocess.run(["make", "--no-print-directory", f"MTKIT={fake}", f"PYTHON={fake_python}",
                                f"DATA={data}", "MODELS=transformer", "TIME=1", *variables], cwd=recipe,
-                              env=_make_env(log), capture_output=True, text=True, timeout=120)
+                              env=env, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return sorted(line.split()[0] for line in log.read_text().splitlines())
 
     # the parent and its beam output; stage 1's two fine-tunes, the anneal, stage 2's three fine-tunes,
     # stage 3's one, and their outputs (stage 3 and the anneal also at MRT3_LENGTH_PENALTY); nine tables
-    assert make("mrt", python=Path(sys.executable)) == sorted(
+    assert make("mrt", real_sacrebleu=True) == sorted(
         ["prepare", *["train"] * 8, *["translate"] * 10, *["score"] * 9])
+    assert (tmp_path / "real-sacrebleu-ran").is_dir()
     scores = (recipe / "work" / "mrt-scores.txt").read_text()
     hyp = "work/hyp/{}.beam5.de".format
+    # sacrebleu's own line for the first output: its score of the stand-in's copied source, not the fake's
+    sacrebleu_lines = [line for line in scores.splitlines() if "ratio = " in line]
+    assert sacrebleu_lines[0].startswith(f"{hyp('transformer')}: BLEU|nrefs:1|"), sacrebleu_lines[0]
+    assert "BLEU = 10.00 40.0/20.0/10.0/5.0" not in sacrebleu_lines[0]
+    assert all("BLEU = 10.00 40.0/20.0/10.0/5.0" in line for line in sacrebleu_lines[1:])
     for table in (("transformer", "mrt-control", "mrt"), ("mrt-control", "mrt"), ("transformer", "anneal"),
                   ("anneal", "mrt2-control", "mrt2", "anneal-continued"), ("mrt2-control", "mrt2"),
                   ("anneal-continued", "mrt2"), ("anneal", "mrt3")):

@@ -14,7 +14,12 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 PAGES = [README, *DOCS]
+NOTEBOOK = ROOT / "docs" / "notebook"
+#: the dated notebook: its links are checked too, but not its module paths (it quotes them as they were)
+NOTEBOOK_PAGES = sorted(NOTEBOOK.glob("*.md"))
 MAX_README_LINES = 250
+#: docs/results.md is one page of today's figures; the dated runs go to docs/notebook/
+MAX_RESULTS_LINES = 500
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _LINK = re.compile(r"(?<!!)\[(?:[^\]\\]|\\.)*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
@@ -71,7 +76,7 @@ def test_every_docs_page_is_linked_from_the_readme():
     assert not missing, f"docs pages not linked from README.md: {missing}"
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("page", PAGES + NOTEBOOK_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_relative_links_point_at_existing_files_and_headings(page: Path):
     broken = []
     for target in _links(page):
@@ -90,6 +95,12 @@ def test_readme_is_a_front_page():
     lines = README.read_text(encoding="utf-8").splitlines()
     assert len(lines) <= MAX_README_LINES, \
         f"README.md has {len(lines)} lines (at most {MAX_README_LINES}): move details to docs/"
+
+
+def test_results_is_one_page_of_current_figures():
+    lines = (ROOT / "docs" / "results.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= MAX_RESULTS_LINES, \
+        f"docs/results.md: {len(lines)} lines (at most {MAX_RESULTS_LINES}); dated runs go to docs/notebook/"
 
 
 def test_config_page_is_generated_from_the_code():
@@ -141,3 +152,18 @@ def test_every_bench_study_is_listed_in_the_bench_readme():
     missing = [p.relative_to(studies).as_posix() for p in sorted(studies.rglob("*"))
                if p.suffix in (".py", ".sh") and "__pycache__" not in p.parts and f"`{p.name}`" not in listed]
     assert not missing, f"bench/README.md does not list: {missing}"
+
+
+def test_the_notebook_contents_list_every_section():
+    """docs/notebook/README.md's contents name every section (## and ###) of every notebook page, in
+    a list a reader can scan for a date or a topic: a section left out is a measurement nobody finds."""
+    contents = (NOTEBOOK / "README.md").read_text(encoding="utf-8")
+    missing = []
+    for page in NOTEBOOK_PAGES:
+        if page.name == "README.md":
+            continue
+        for line in _prose_lines(page.read_text(encoding="utf-8")):
+            m = re.match(r"^#{2,3}\s+(.*?)\s*$", line)
+            if m and f"]({page.name}#{_slug(m.group(1))})" not in contents:
+                missing.append(f"{page.name}: {m.group(1)}")
+    assert not missing, f"docs/notebook/README.md's contents miss: {missing}"

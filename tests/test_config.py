@@ -170,6 +170,17 @@ def test_resolved_config_round_trip(tmp_path: Path) -> None:
     assert written["data"]["max_len"] == 77 and "filter_dev" in written["data"]
 
 
+def test_saved_config_is_pyyamls_safe_dump_text(tmp_path: Path) -> None:
+    """save_config writes with libyaml's emitter where PyYAML has it: the text must be what the
+    pure-Python safe_dump writes, non-ASCII, quoting-prone and long values included."""
+    cfg = load_config(None, ["data.src_lang=de", "data.dir='/tmp/données: «x» #1'", "training.lr=3e-4",
+                             f"training.model_dir='{'a' * 150} b'", "training.betas=[0.85, 0.95]"])
+    path = tmp_path / "config.yaml"
+    save_config(cfg, path)
+    pure = yaml.safe_dump(to_dict(cfg), sort_keys=False, allow_unicode=True)
+    assert path.read_text(encoding="utf-8") == pure
+
+
 def test_every_key_is_documented() -> None:
     rows = describe_keys()
     keys = [r[0] for r in rows]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -105,9 +107,6 @@ def test_kernel_caches_are_bounded_by_every_command_unless_the_user_chose(monkey
 
 def test_library_import_changes_no_environment():
     """Only the CLI bounds the caches: importing mtkit (a library user's process) leaves them."""
-    import subprocess
-    import sys
-
     code = ("import os, mtkit.decode.translator, mtkit.train.trainer; "
             "print(os.environ.get('ONEDNN_PRIMITIVE_CACHE_CAPACITY'), os.environ.get('LRU_CACHE_CAPACITY'), "
             "os.environ.get('GOMP_SPINCOUNT'))")
@@ -137,9 +136,6 @@ def test_commands_that_decode_let_idle_openmp_threads_sleep_soon(monkeypatch, ar
 
 def test_the_cli_sets_the_spin_before_torch_loads():
     """libgomp reads GOMP_SPINCOUNT when PyTorch loads it: `mtkit translate` must set it first."""
-    import subprocess
-    import sys
-
     code = ("import atexit, os, sys; sys.argv = ['mtkit', 'translate', '--help']\n"
             "import mtkit.cli.app as app\n"
             "loaded = 'torch' in sys.modules\n"

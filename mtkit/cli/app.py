@@ -1,4 +1,5 @@
 """The `mtkit` command line: parse options, call one stage function, print errors as one line.
+
 Stage modules are imported inside the commands so `mtkit --help` stays fast."""
 
 from __future__ import annotations
@@ -10,11 +11,12 @@ from pathlib import Path
 import typer
 
 from mtkit import __version__
+from mtkit.cli.bpe import bpe_app
+from mtkit.cli.interop import export_command, import_hf_command
 from mtkit.cli.serve import serve_command
 from mtkit.cli.translate import translate_command
 from mtkit.device import bound_kernel_caches, short_openmp_spin
 from mtkit.errors import MtkitError, OutputClosed
-from mtkit.vocab import BPE_SAMPLE_SENTENCES
 
 app = typer.Typer(
     help="mtkit: neural machine translation from the command line "
@@ -23,8 +25,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-bpe_app = typer.Typer(help="Sentencepiece BPE: train a model, encode or decode text.", no_args_is_help=True)
-app.add_typer(bpe_app, name="bpe")
+app.add_typer(bpe_app, name="bpe")  # `mtkit bpe train|encode|decode`: mtkit/cli/bpe.py
 
 _DEBUG = {"on": False}
 
@@ -44,65 +45,6 @@ def _root(
     debug: bool = typer.Option(False, "--debug", help="Show full tracebacks on errors."),
 ) -> None:
     _DEBUG["on"] = debug
-
-
-# ----------------------------------------------------------------------------------------------- bpe
-@bpe_app.command("train")
-def bpe_train(
-    input: list[str] = typer.Option(
-        ..., "--input", "-i", help="Training text (plain or .gz); repeat for a joint model."
-    ),
-    vocab_size: int = typer.Option(8000, "--vocab-size", help="Vocabulary size."),
-    model_prefix: str = typer.Option(..., "--model-prefix", help="Writes PREFIX.model and PREFIX.vocab."),
-    character_coverage: float = typer.Option(1.0, help="Share of characters covered (0.9995 for CJK)."),
-    input_sentence_size: int = typer.Option(BPE_SAMPLE_SENTENCES,
-                                            help="Sample at most this many sentences (0 = all)."),
-    seed: int = typer.Option(1, help="Sampling seed."),
-) -> None:
-    """Train a BPE model (joint over several inputs). Ids: pad=0 unk=1 bos=2 eos=3."""
-    from mtkit.data.bpe import Bpe, train_bpe
-
-    path = train_bpe(input, model_prefix, vocab_size, character_coverage, input_sentence_size, seed)
-    typer.echo(f"wrote {path} ({len(Bpe(path))} pieces) and {Path(model_prefix + '.vocab')}", err=True)
-
-
-def _filter(model: str, input: str, output: str | None, fmt: str, encode: bool) -> None:
-    from mtkit.data.bpe import Bpe, decode_stream, encode_stream
-    from mtkit.errors import DataError
-    from mtkit.textio import output_file, read_lines, same_file
-
-    if output not in (None, "-") and same_file(input, output):
-        raise DataError(f"--output {output} is the input file: write to another file")
-    bpe = Bpe(model)
-    lines = read_lines(input, strict=True)
-    chunk = 1 if input == "-" and sys.stdin.isatty() else 1000
-    stream = (encode_stream(bpe, lines, fmt, chunk) if encode
-              else decode_stream(bpe, lines, fmt, "<stdin>" if input == "-" else input, chunk))
-    with output_file(output) as out:
-        for line in stream:
-            out.write(line + "\n")
-
-
-@bpe_app.command("encode")
-def bpe_encode(
-    model: str = typer.Option(..., "--model", "-m", help="PREFIX.model"),
-    input: str = typer.Option("-", "--input", "-i", help="Input file (default stdin)."),
-    output: str | None = typer.Option(None, "--output", "-o", help="Output file (default stdout)."),
-    fmt: str = typer.Option("pieces", "--format", help="pieces or ids."),
-) -> None:
-    """Segment text into subwords, one output line per input line."""
-    _filter(model, input, output, fmt, encode=True)
-
-
-@bpe_app.command("decode")
-def bpe_decode(
-    model: str = typer.Option(..., "--model", "-m", help="PREFIX.model"),
-    input: str = typer.Option("-", "--input", "-i", help="Input file (default stdin)."),
-    output: str | None = typer.Option(None, "--output", "-o", help="Output file (default stdout)."),
-    fmt: str = typer.Option("pieces", "--format", help="pieces or ids."),
-) -> None:
-    """Join subwords back into text, one output line per input line."""
-    _filter(model, input, output, fmt, encode=False)
 
 
 # ------------------------------------------------------------------------------------------- prepare
@@ -198,64 +140,8 @@ def distill(
     typer.echo(result.summary(), err=True)
 
 
-# -------------------------------------------------------------------------------------------- export
-@app.command()
-def export(
-    model: Path = typer.Option(..., "--model", "-m", help="Model directory (or a checkpoint file)."),
-    output: Path = typer.Option(..., "--output", "-o",
-                                help="Output directory (ct2, hf) or .argosmodel file."),
-    fmt: str = typer.Option("ct2", "--format", help="ct2 (a CTranslate2 model directory), argos, or hf (a "
-                            "MarianMT directory for Hugging Face Transformers, docs/hf.md)."),
-    quantization: str = typer.Option("float32", "--quantization",
-        help="float32, int8, int8_float32, bfloat16 or float16."),
-    checkpoint: str = typer.Option("best", "--checkpoint", help="best, last, or a checkpoint path."),
-    shortlist: int = typer.Option(0, "--shortlist", min=0,
-        help="Write a vocabulary shortlist (vmap.txt): this many target subwords per source subword "
-             "(0 = none; ct2 format)."),
-    shortlist_frequent: int = typer.Option(500, "--shortlist-frequent", min=0,
-        help="Most frequent target subwords, always in the shortlist."),
-    shortlist_data: Path | None = typer.Option(None, "--shortlist-data",
-        help="Prepared data directory to count the shortlist on (default: the model's data.dir)."),
-    shortlist_sentences: int = typer.Option(0, "--shortlist-sentences", min=0,
-        help="Count only the first N training pairs (0 = all)."),
-    pair: str = typer.Option("", "--pair",
-        help="argos: the direction of a multilingual model to package, e.g. en-de (one package per pair)."),
-    license: str = typer.Option("unknown", "--license",
-        help="hf: the model card's license (a Hub license id, e.g. cc-by-4.0)."),
-    card_scores: Path | None = typer.Option(None, "--card-scores",
-        help="hf: test scores for the model card: the output of `mtkit score --json` (its first system) "
-             "or a JSON object such as {\"BLEU\": 27.1}."),
-) -> None:
-    """Export a trained Transformer to CTranslate2, an Argos Translate package or Hugging Face MarianMT."""
-    if fmt == "hf":
-        from mtkit.interop.hf import export_hf, read_card_scores
-
-        if quantization != "float32" or shortlist or pair:
-            raise MtkitError("--format hf writes float32 weights for all pairs without a shortlist: drop "
-                             "--quantization, --shortlist and --pair")
-        scores = read_card_scores(card_scores) if card_scores else None
-        typer.echo(f"wrote {export_hf(model, output, checkpoint, license=license, scores=scores)}", err=True)
-        return
-    if license != "unknown" or card_scores:
-        raise MtkitError("--license and --card-scores are for --format hf (the model card)")
-    from mtkit.interop.export import ShortlistOptions, run_export
-
-    lists = ShortlistOptions(shortlist, shortlist_frequent, shortlist_data, shortlist_sentences)
-    path = run_export(model, output, fmt=fmt, quantization=quantization, checkpoint=checkpoint,
-                      shortlist=lists, pair=pair)
-    typer.echo(f"wrote {path}", err=True)
-
-
-@app.command("import-hf")
-def import_hf(
-    source: Path = typer.Argument(..., help="A MarianMT, Pegasus, M2M100 or NLLB model directory."),
-    output: Path = typer.Option(..., "--output", "-o", help="The mtkit model directory to write (new)."),
-    src_lang: str | None = typer.Option(None, "--src-lang", help="M2M100/NLLB: the source language."),
-) -> None:
-    """Import a Hugging Face translation model as an mtkit model directory (docs/hf.md)."""
-    from mtkit.interop.hf import import_hf as run_import
-
-    typer.echo(f"wrote {run_import(source, output, src_lang=src_lang)}", err=True)
+app.command("export")(export_command)  # `mtkit export` and `mtkit import-hf`: mtkit/cli/interop.py
+app.command("import-hf")(import_hf_command)
 
 
 # ------------------------------------------------------------------------------------------- average

@@ -67,18 +67,43 @@ def resolve_device(name: str, local_rank: int | None = None, setting: str = "--d
     return device
 
 
-def cpu_has_native_bf16() -> bool:
-    """True when the CPU computes bf16 in hardware (AVX512-BF16 or AMX): there bf16 autocast trains
-    faster than fp32; elsewhere it is emulated and slower, so ``auto`` keeps fp32."""
+def cpu_flags() -> frozenset[str]:
+    """The CPU's feature flags (empty where /proc/cpuinfo cannot be read)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             for line in f:
                 if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    return bool(flags & {"avx512_bf16", "amx_bf16"})
+                    return frozenset(line.split(":", 1)[1].split())
     except OSError:
         pass
-    return False
+    return frozenset()
+
+
+#: oneDNN's instruction-set caps (ONEDNN_MAX_CPU_ISA) that stop short of AVX-512, and those that stop
+#: short of its bf16 instructions: under such a cap oneDNN computes as on a CPU that lacks them
+_ONEDNN_CAPS_BELOW_AVX512 = frozenset({"SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2"})
+_ONEDNN_CAPS_BELOW_BF16 = _ONEDNN_CAPS_BELOW_AVX512 | {"AVX512_CORE", "AVX512_CORE_VNNI"}
+
+
+def _onednn_isa_cap() -> str:
+    """The instruction-set cap this process gives oneDNN (ONEDNN_MAX_CPU_ISA, or its older name
+    DNNL_MAX_CPU_ISA), upper-cased; empty when there is none."""
+    return (os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or "").strip().upper()
+
+
+def cpu_has_native_bf16() -> bool:
+    """True when the CPU computes bf16 in hardware (AVX512-BF16 or AMX): there bf16 autocast trains
+    faster than fp32; elsewhere it is emulated and slower, so ``auto`` keeps fp32. A oneDNN cap below
+    bf16 counts as its absence: the kernels then run as on such a CPU (``make test-isa``)."""
+    if _onednn_isa_cap() in _ONEDNN_CAPS_BELOW_BF16:
+        return False
+    return bool(cpu_flags() & {"avx512_bf16", "amx_bf16"})
+
+
+def cpu_runs_bf16_lstm() -> bool:
+    """Whether oneDNN has a bf16 LSTM for this CPU, which autocast's LSTM is: it needs AVX-512 (it
+    emulates bf16 there when the CPU lacks the instructions); below it creating the kernel fails."""
+    return _onednn_isa_cap() not in _ONEDNN_CAPS_BELOW_AVX512 and "avx512f" in cpu_flags()
 
 
 _warned_emulated_bf16 = False
@@ -97,8 +122,10 @@ def _warn_emulated_bf16(setting: str) -> None:
           "auto or fp32 is faster", file=sys.stderr, flush=True)
 
 
-def autocast_dtype(precision: str, device: torch.device, setting: str = "--precision ") -> torch.dtype | None:
-    """The autocast dtype for ``precision`` on ``device`` (None = plain fp32), for training."""
+def autocast_dtype(precision: str, device: torch.device, setting: str = "--precision ",
+                   lstm: bool = False) -> torch.dtype | None:
+    """The autocast dtype for ``precision`` on ``device`` (None = plain fp32), for training;
+    ``lstm``: the model runs LSTMs, which a CPU without AVX-512 cannot run under bf16 autocast."""
     import torch
     if precision not in PRECISIONS:
         raise ConfigError(f"{setting}{precision!r}: use auto, fp32, bf16 or fp16")
@@ -113,6 +140,9 @@ def autocast_dtype(precision: str, device: torch.device, setting: str = "--preci
     if precision == "bf16":
         if device.type == "cuda" and not torch.cuda.is_bf16_supported():
             raise ConfigError(f"{setting}bf16 but this GPU does not support bfloat16 (use fp16)")
+        if device.type == "cpu" and lstm and not cpu_runs_bf16_lstm():
+            raise ConfigError(f"{setting}bf16: oneDNN has no bf16 LSTM for this CPU (it needs AVX-512), so "
+                              "an LSTM model trains in fp32 here: use auto or fp32 (or model.rnn_type gru)")
         if device.type == "cpu" and not cpu_has_native_bf16():
             _warn_emulated_bf16(setting)
         return torch.bfloat16
@@ -322,7 +352,6 @@ def dist_info_from_env() -> DistInfo:
 
 
 __all__ = ["KERNEL_CACHE_CAPACITY", "PRECISIONS", "DistInfo", "allowed_cpus", "autocast", "autocast_dtype",
-           "bound_kernel_caches", "check_decode_precision", "no_attention_plan_per_shape",
-           "cpu_has_native_bf16", "decode_dtype", "decode_int8", "dist_info_from_env", "resolve_device",
-           "short_openmp_spin", "thread_count",
-           "threads"]
+           "bound_kernel_caches", "check_decode_precision", "cpu_flags", "cpu_has_native_bf16",
+           "cpu_runs_bf16_lstm", "decode_dtype", "decode_int8", "dist_info_from_env",
+           "no_attention_plan_per_shape", "resolve_device", "short_openmp_spin", "thread_count", "threads"]

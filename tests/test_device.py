@@ -57,6 +57,61 @@ def test_bf16_where_the_cpu_only_emulates_it_is_said_once(monkeypatch, capsys):
     assert len(lines) == 1 and lines[0].startswith("warning: training.precision=bf16: this CPU has no native")
 
 
+def test_a_onednn_cap_below_bf16_counts_as_a_cpu_without_it(monkeypatch):
+    """`make test-isa` caps oneDNN at AVX2: auto precision then chooses what an AVX2-only CPU gets
+    (fp32), whatever this CPU's flags say; an uncapped CPU is judged by its flags."""
+    monkeypatch.setattr(device, "cpu_flags", lambda: frozenset({"avx512f", "avx512_bf16", "amx_bf16"}))
+    for name in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"):
+        monkeypatch.delenv(name, raising=False)
+    assert device.cpu_has_native_bf16() and device.cpu_runs_bf16_lstm()
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "avx512_core")  # AVX-512 without its bf16 instructions
+    assert not device.cpu_has_native_bf16() and device.cpu_runs_bf16_lstm()
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    assert not device.cpu_has_native_bf16() and not device.cpu_runs_bf16_lstm()
+    assert autocast_dtype("auto", CPU, lstm=True) is None
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX512_CORE_AMX")
+    assert device.cpu_has_native_bf16()
+    monkeypatch.setattr(device, "cpu_flags", lambda: frozenset({"avx2", "fma"}))
+    assert not device.cpu_has_native_bf16() and not device.cpu_runs_bf16_lstm()
+
+
+def test_bf16_lstm_training_without_avx512_is_one_line_not_a_crash(monkeypatch, tmp_path):
+    """oneDNN has no bf16 LSTM below AVX-512, where autocast's LSTM failed with a traceback from
+    inside the first update: `training.precision bf16` of an LSTM is refused there at once, while a
+    GRU and a Transformer still get bf16 (emulated)."""
+    from mtkit.train.trainer import train
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    from train_helpers import make_data_dir, tiny_config
+
+    monkeypatch.setattr(device, "cpu_runs_bf16_lstm", lambda: False)
+    with pytest.raises(ConfigError, match=r"^training.precision=bf16: oneDNN has no bf16 LSTM"):
+        autocast_dtype("bf16", CPU, "training.precision=", lstm=True)
+    assert autocast_dtype("bf16", CPU, lstm=False) is torch.bfloat16
+    data = make_data_dir(tmp_path, n_train=20, n_dev=0)
+    with pytest.raises(ConfigError, match="bf16 LSTM"):
+        train(tiny_config(data, tmp_path / "m", arch="rnn", precision="bf16"))
+    assert not (tmp_path / "m" / "checkpoint_last.pt").exists()
+
+
+def test_the_bf16_lstm_prediction_agrees_with_onednn_under_an_avx2_cap():
+    """In a process whose oneDNN is capped at AVX2 (as `make test-isa` runs), `cpu_runs_bf16_lstm`
+    says what an LSTM under bf16 autocast does: both fail (on every CPU, since the cap applies)."""
+    code = ("import torch; from mtkit.device import cpu_runs_bf16_lstm\n"
+            "lstm = torch.nn.LSTM(8, 8, batch_first=True)\n"
+            "try:\n"
+            "    with torch.autocast('cpu', dtype=torch.bfloat16):\n"
+            "        lstm(torch.randn(2, 3, 8))\n"
+            "    runs = True\n"
+            "except RuntimeError:\n"
+            "    runs = False\n"
+            "print(cpu_runs_bf16_lstm(), runs)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX2"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False"]
+
+
 def test_devices_are_checked_the_same_way_for_every_stage():
     assert resolve_device("cpu") == CPU
     with pytest.raises(ConfigError, match="expected auto, cpu, cuda"):

@@ -18,20 +18,10 @@ import warnings
 import torch
 from torch import nn
 
+from mtkit.device import cpu_flags
+
 #: CPU flags whose int8 instructions oneDNN's kernels use and fbgemm's do not
 ONEDNN_INT8_FLAGS = frozenset({"amx_int8", "avx512_vnni"})
-
-
-def cpu_flags() -> frozenset[str]:
-    """The CPU's feature flags (empty where /proc/cpuinfo cannot be read)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return frozenset(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return frozenset()
 
 
 def int8_backend(flags: frozenset[str] | None = None) -> str:

@@ -115,7 +115,8 @@ class Trainer(Checkpointing):
         self.model = build_model(cfg.model, self.meta.src_vocab_size, self.meta.tgt_vocab_size,
                                  self.meta.one_vocabulary()).to(device)
         self.start_lines = [init_from.freeze(self.model, tc.freeze, cfg.model.arch)]  # before the optimizer
-        self.autocast_dtype = autocast_dtype(tc.precision, device, setting="training.precision=")
+        self.autocast_dtype = autocast_dtype(tc.precision, device, "training.precision=",
+                                            lstm=cfg.model.arch == "rnn" and cfg.model.rnn_type == "lstm")
         self.buckets = use_shape_buckets(tc.shape_buckets, device)
         self.graphed = use_cuda_graphs(cfg, device, info, self.buckets)
         self.optimizer = make_optimizer(self.model, tc, device, capturable=self.graphed)

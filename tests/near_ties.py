@@ -22,6 +22,11 @@ amount differs between prefixes, so even with exact arithmetic the engines rank 
 differently in beam search. The replay bounds that difference by the largest such shift of any row
 at each step, summed over the steps so far, and adds it to the tolerance when ``ct2_involved``.
 A greedy choice compares tokens after one prefix, which the renormalisation shifts alike.
+
+At the length limit mtkit forces EOS and scores it; CTranslate2 stops there and ranks each beam cut at
+the limit without that EOS (docs/export.md). Where the beams cut there, so ranked, outnumber what
+CTranslate2 returns ahead of mtkit's best hypothesis (K with a length penalty, else 1), CTranslate2
+drops that hypothesis: the replay marks such a beam search as one that may differ with it.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from pathlib import Path
 from unittest import mock
 
 import torch
+from torch import Tensor
 
 import mtkit.decode.search as search_module
 from mtkit.config.experiment import DecodingConfig
@@ -70,18 +76,24 @@ class _Margins:
         self.k = k
         self.shift = 0.0  # bound on how far CTranslate2's ranking of two rows can differ from mtkit's
         self.margins: list[tuple[float, float]] = []  # (margin, shift bound at that decision)
+        self.step: tuple[int, Tensor, DecodingConfig] | None = None  # the last step's t, forced rows, cfg
+        self.cut_scores: list[float] = []  # beams cut at the limit, ranked as CTranslate2 ranks them
+        self.cut_outranks = False  # ... and enough of them rank ahead of mtkit's best (search_margins)
 
     def add(self, margin: float, shift: float | None = None) -> None:
         if math.isfinite(margin):
             self.margins.append((margin, self.shift if shift is None else shift))
 
     def near_tie(self, ct2_involved: bool) -> bool:
+        if ct2_involved and self.cut_outranks:
+            return True
         return any(m <= TOLERANCE + (s if ct2_involved else 0.0) for m, s in self.margins)
 
     # wrappers of mtkit.decode.search's steps, which record and then do what the original does
     def mask_step(self, original, log_probs, t, max_len, cfg, history):
         removed = (log_probs[:, PAD_ID].exp() + log_probs[:, BOS_ID].exp()).clamp(max=1 - 1e-6)
         self.shift += float(-torch.log1p(-removed).max())
+        self.step = (t, (max_len <= t).clone(), cfg)
         out = original(log_probs, t, max_len, cfg, history)
         if self.k == 1:
             top = out.topk(2, dim=-1).values
@@ -90,6 +102,10 @@ class _Margins:
 
     def best_extensions(self, original, scores, log_probs, k):
         n, vocab = scores.size(0), log_probs.size(-1)
+        if self.step is not None and k > 1:  # beams forced to EOS here: CTranslate2 cuts them (t tokens)
+            t, forced, cfg = self.step
+            self.cut_scores += [float(normalise(score, t, cfg)) for score in scores.reshape(-1)[forced]
+                                if score > search_module.NEG_INF]
         cand = (scores.unsqueeze(2) + log_probs.view(n, k, vocab)).view(n, k * vocab)
         top, idx = cand.topk(min(3 * k + 1, cand.size(1)), dim=1)
         for row, ids in zip(top, idx, strict=True):
@@ -120,6 +136,10 @@ def search_margins(model, src: list[int], cfg: DecodingConfig, k: int) -> _Margi
         found = search_module.search(model, torch.tensor([src]), cfg, beam_size=k, nbest=k)[0]
     if len(found) > 1:  # the final ranking of the finished hypotheses
         record.add(found[0].score - found[1].score)
+    if found and record.step is not None:
+        returned_ahead = k if record.step[2].length_norm != "none" else 1
+        ahead = sum(cut >= found[0].score - TOLERANCE - record.shift for cut in record.cut_scores)
+        record.cut_outranks = ahead >= returned_ahead
     return record
 
 

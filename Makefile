@@ -34,7 +34,9 @@ test-quick: install
 # The numerically sensitive tests (two engines, precisions, batch compositions, search, the server
 # against offline translation) again with every library's CPU code path forced down, so that a machine
 # with AVX-512 sees what an AVX2-only one (and one with neither) computes: CTranslate2, PyTorch's ATen
-# kernels, oneDNN and MKL each choose their kernels by the CPU they find. .ci/run runs it after `make test`.
+# kernels, oneDNN and MKL each choose their kernels by the CPU they find, and mtkit's `auto` precision
+# follows oneDNN's cap (fp32 below bf16), as on such a CPU. The training tests (test_trainer) run too.
+# .ci/run runs it after `make test`.
 ISA_TESTS ?= tests/test_export.py tests/test_search.py tests/test_translator.py tests/test_serve.py \
 	tests/test_transformer.py tests/test_rnn.py tests/test_device.py tests/test_constrained.py \
 	tests/test_confidence.py tests/test_translate_jobs.py tests/test_corpora.py tests/test_corpora_decoder.py \

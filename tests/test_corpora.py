@@ -62,7 +62,7 @@ def _config(root: Path, corpora: list[dict], **data):
                   "dropout": 0.0},
         "training": {"model_dir": str(root / "model"), "max_tokens": 500, "lr": 5e-3, "warmup_steps": 30,
                      "label_smoothing": 0.0, "max_steps": 600, "validate_every": 600, "log_every": 100,
-                     "threads": 1, "device": "cpu", "valid_metric": "loss"},
+                     "threads": 1, "device": "cpu", "valid_metric": "loss", "precision": "fp32"},
         "decoding": {"beam_size": 1, "max_len_a": 2.0, "max_len_b": 10},
     })
 

@@ -51,23 +51,21 @@ def _filter(model: str, input: str, output: str | None, fmt: str, encode: bool) 
             out.write(line + "\n")
 
 
-@bpe_app.command("encode")
-def bpe_encode(
-    model: str = typer.Option(..., "--model", "-m", help="PREFIX.model"),
-    input: str = typer.Option("-", "--input", "-i", help="Input file (default stdin)."),
-    output: str | None = typer.Option(None, "--output", "-o", help="Output file (default stdout)."),
-    fmt: str = typer.Option("pieces", "--format", help="pieces or ids."),
-) -> None:
-    """Segment text into subwords, one output line per input line."""
-    _filter(model, input, output, fmt, encode=True)
+def _filter_command(encode: bool, doc: str):
+    """`mtkit bpe encode` or `decode`: the same options, one direction."""
+    def command(
+        model: str = typer.Option(..., "--model", "-m", help="PREFIX.model"),
+        input: str = typer.Option("-", "--input", "-i", help="Input file (default stdin)."),
+        output: str | None = typer.Option(None, "--output", "-o", help="Output file (default stdout)."),
+        fmt: str = typer.Option("pieces", "--format", help="pieces or ids."),
+    ) -> None:
+        _filter(model, input, output, fmt, encode=encode)
+
+    command.__doc__ = doc
+    return command
 
 
-@bpe_app.command("decode")
-def bpe_decode(
-    model: str = typer.Option(..., "--model", "-m", help="PREFIX.model"),
-    input: str = typer.Option("-", "--input", "-i", help="Input file (default stdin)."),
-    output: str | None = typer.Option(None, "--output", "-o", help="Output file (default stdout)."),
-    fmt: str = typer.Option("pieces", "--format", help="pieces or ids."),
-) -> None:
-    """Join subwords back into text, one output line per input line."""
-    _filter(model, input, output, fmt, encode=False)
+bpe_app.command("encode")(_filter_command(
+    True, "Segment text into subwords, one output line per input line."))
+bpe_app.command("decode")(_filter_command(
+    False, "Join subwords back into text, one output line per input line."))

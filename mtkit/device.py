@@ -101,9 +101,11 @@ def cpu_has_native_bf16() -> bool:
 
 
 def cpu_runs_bf16_lstm() -> bool:
-    """Whether oneDNN has a bf16 LSTM for this CPU, which autocast's LSTM is: it needs AVX-512 (it
-    emulates bf16 there when the CPU lacks the instructions); below it creating the kernel fails."""
-    return _onednn_isa_cap() not in _ONEDNN_CAPS_BELOW_AVX512 and "avx512f" in cpu_flags()
+    """Whether oneDNN has a bf16 LSTM for this CPU, which autocast's LSTM is: on x86 it needs AVX-512
+    (it emulates bf16 there when the CPU lacks the instructions); below it creating the kernel fails.
+    A CPU whose flags cannot be read (not x86 Linux) is not refused."""
+    flags = cpu_flags()
+    return _onednn_isa_cap() not in _ONEDNN_CAPS_BELOW_AVX512 and (not flags or "avx512f" in flags)
 
 
 _warned_emulated_bf16 = False
@@ -141,8 +143,8 @@ def autocast_dtype(precision: str, device: torch.device, setting: str = "--preci
         if device.type == "cuda" and not torch.cuda.is_bf16_supported():
             raise ConfigError(f"{setting}bf16 but this GPU does not support bfloat16 (use fp16)")
         if device.type == "cpu" and lstm and not cpu_runs_bf16_lstm():
-            raise ConfigError(f"{setting}bf16: oneDNN has no bf16 LSTM for this CPU (it needs AVX-512), so "
-                              "an LSTM model trains in fp32 here: use auto or fp32 (or model.rnn_type gru)")
+            raise ConfigError(f"{setting}bf16: oneDNN has no bf16 LSTM on this CPU (it needs AVX-512): "
+                              "use auto or fp32, or model.rnn_type gru")
         if device.type == "cpu" and not cpu_has_native_bf16():
             _warn_emulated_bf16(setting)
         return torch.bfloat16

@@ -73,6 +73,9 @@ def test_a_onednn_cap_below_bf16_counts_as_a_cpu_without_it(monkeypatch):
     assert device.cpu_has_native_bf16()
     monkeypatch.setattr(device, "cpu_flags", lambda: frozenset({"avx2", "fma"}))
     assert not device.cpu_has_native_bf16() and not device.cpu_runs_bf16_lstm()
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
+    monkeypatch.setattr(device, "cpu_flags", frozenset)  # no /proc/cpuinfo flags: not x86 Linux
+    assert not device.cpu_has_native_bf16() and device.cpu_runs_bf16_lstm()
 
 
 def test_bf16_lstm_training_without_avx512_is_one_line_not_a_crash(monkeypatch, tmp_path):

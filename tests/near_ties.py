@@ -72,11 +72,11 @@ class ForcedScorer:
 class _Margins:
     """Decision margins of one search, each with the renormalisation shift it may have seen."""
 
-    def __init__(self, k: int) -> None:
-        self.k = k
+    def __init__(self, k: int, cfg: DecodingConfig) -> None:
+        self.k, self.cfg = k, cfg
         self.shift = 0.0  # bound on how far CTranslate2's ranking of two rows can differ from mtkit's
         self.margins: list[tuple[float, float]] = []  # (margin, shift bound at that decision)
-        self.step: tuple[int, Tensor, DecodingConfig] | None = None  # the last step's t, forced rows, cfg
+        self.step: tuple[int, Tensor] | None = None  # the last step's t and its rows forced to EOS
         self.cut_scores: list[float] = []  # beams cut at the limit, ranked as CTranslate2 ranks them
         self.cut_outranks = False  # ... and enough of them rank ahead of mtkit's best (search_margins)
 
@@ -93,7 +93,7 @@ class _Margins:
     def mask_step(self, original, log_probs, t, max_len, cfg, history):
         removed = (log_probs[:, PAD_ID].exp() + log_probs[:, BOS_ID].exp()).clamp(max=1 - 1e-6)
         self.shift += float(-torch.log1p(-removed).max())
-        self.step = (t, (max_len <= t).clone(), cfg)
+        self.step = (t, (max_len <= t).clone())
         out = original(log_probs, t, max_len, cfg, history)
         if self.k == 1:
             top = out.topk(2, dim=-1).values
@@ -103,8 +103,8 @@ class _Margins:
     def best_extensions(self, original, scores, log_probs, k):
         n, vocab = scores.size(0), log_probs.size(-1)
         if self.step is not None and k > 1:  # beams forced to EOS here: CTranslate2 cuts them (t tokens)
-            t, forced, cfg = self.step
-            self.cut_scores += [float(normalise(score, t, cfg)) for score in scores.reshape(-1)[forced]
+            t, forced = self.step
+            self.cut_scores += [float(normalise(score, t, self.cfg)) for score in scores.reshape(-1)[forced]
                                 if score > search_module.NEG_INF]
         cand = (scores.unsqueeze(2) + log_probs.view(n, k, vocab)).view(n, k * vocab)
         top, idx = cand.topk(min(3 * k + 1, cand.size(1)), dim=1)
@@ -126,7 +126,7 @@ class _Margins:
 
 def search_margins(model, src: list[int], cfg: DecodingConfig, k: int) -> _Margins:
     """Run mtkit's search on one source and record the margin of every decision it makes."""
-    record = _Margins(k)
+    record = _Margins(k, cfg)
     with ExitStack() as stack:
         for name, wrapper in (("_mask_step", record.mask_step), ("_best_extensions", record.best_extensions),
                               ("_sentences_done", record.sentences_done)):
@@ -136,8 +136,8 @@ def search_margins(model, src: list[int], cfg: DecodingConfig, k: int) -> _Margi
         found = search_module.search(model, torch.tensor([src]), cfg, beam_size=k, nbest=k)[0]
     if len(found) > 1:  # the final ranking of the finished hypotheses
         record.add(found[0].score - found[1].score)
-    if found and record.step is not None:
-        returned_ahead = k if record.step[2].length_norm != "none" else 1
+    if found and record.cut_scores:
+        returned_ahead = k if cfg.length_norm != "none" else 1
         ahead = sum(cut >= found[0].score - TOLERANCE - record.shift for cut in record.cut_scores)
         record.cut_outranks = ahead >= returned_ahead
     return record

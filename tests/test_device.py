@@ -82,10 +82,9 @@ def test_bf16_lstm_training_without_avx512_is_one_line_not_a_crash(monkeypatch, 
     """oneDNN has no bf16 LSTM below AVX-512, where autocast's LSTM failed with a traceback from
     inside the first update: `training.precision bf16` of an LSTM is refused there at once, while a
     GRU and a Transformer still get bf16 (emulated)."""
-    from mtkit.train.trainer import train
+    from train_helpers import make_data_dir, tiny_config  # tests/ is on sys.path (conftest)
 
-    sys.path.insert(0, os.path.dirname(__file__))
-    from train_helpers import make_data_dir, tiny_config
+    from mtkit.train.trainer import train
 
     monkeypatch.setattr(device, "cpu_runs_bf16_lstm", lambda: False)
     with pytest.raises(ConfigError, match=r"^training.precision=bf16: oneDNN has no bf16 LSTM"):

@@ -42,7 +42,7 @@ TINY = {"arch": "transformer", "d_model": 32, "heads": 2, "d_ff": 64, "encoder_l
 TRAINING = {"max_tokens": 400, "lr": 3e-3, "schedule": "inverse_sqrt", "warmup_steps": 20,
             "label_smoothing": 0.1, "log_every": 10, "validate_every": 20, "threads": 1, "device": "cpu",
             "valid_metric": "loss", "max_steps": 3,  # short, even where a refusal fails to happen
-            "precision": "fp32"}  # as tests/train_helpers.tiny_config: tiny models train faster so
+            "precision": "fp32"}  # as in tests/train_helpers.tiny_config: tiny models train faster
 PARENT_STEPS = 40
 ALL = ["optimizer", "schedule", "step"]
 

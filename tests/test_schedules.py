@@ -123,3 +123,55 @@ def test_mix_predictions_feeds_the_previous_prediction():
     half = mix_predictions(model, src, torch.full((64, 50), 10), 0.5)
     mixed_share = (half[:, 1:] == 110).float().mean().item()
     assert 0.4 < mixed_share < 0.6
+
+
+# ------------------------------------------------------------------------------ budget schedules
+@pytest.mark.parametrize("kind", ["linear", "cosine"])
+def test_budget_schedule_warms_up_then_reaches_min_lr_exactly_at_the_planned_total(kind):
+    s = _schedule(schedule=kind, lr=1e-3, warmup_steps=10, min_lr=1e-5)
+    s.plan(0, 110)
+    assert [s(x) for x in (1, 5, 10)] == pytest.approx([1e-4, 5e-4, 1e-3])
+    lrs = [s(x) for x in range(10, 111)]
+    assert all(a >= b for a, b in zip(lrs, lrs[1:], strict=False)), "the decay is monotone"
+    assert s(110) == pytest.approx(1e-5) and s(500) == pytest.approx(1e-5)
+    middle = 1e-5 + (1e-3 - 1e-5) * 0.5  # halfway through the decay both shapes are at the middle
+    assert s(60) == pytest.approx(middle)
+    quarter = 0.75 if kind == "linear" else 0.5 * (1 + math.cos(math.pi / 4))
+    assert s(35) == pytest.approx(1e-5 + (1e-3 - 1e-5) * quarter)
+
+
+def test_a_new_plan_moves_the_end_of_the_decay_without_a_jump():
+    s = _schedule(schedule="linear", lr=1.0, warmup_steps=0)
+    s.plan(0, 100)
+    before = s(40)
+    assert before == pytest.approx(0.6)
+    s.plan(40, 200)  # the run turned out faster: 160 more updates instead of 60
+    assert s(40) == pytest.approx(before)
+    assert s(120) == pytest.approx(0.3) and s(200) == pytest.approx(0.0)
+    s.plan(120, 130)  # and slower again
+    assert s(120) == pytest.approx(0.3) and s(125) == pytest.approx(0.15) and s(130) == 0.0
+    s.plan(150, 140)  # a total already passed ends the decay at the next update
+    assert s(151) == 0.0
+
+
+def test_warmup_fraction_sets_the_warmup_from_the_plan_never_below_updates_made():
+    s = _schedule(schedule="cosine", lr=1.0, warmup_steps=50, warmup_fraction=0.1)
+    assert s(10) == pytest.approx(10 / 50)  # before the first plan: the ramp towards warmup_steps
+    s.plan(10, 400)
+    assert s.warmup_steps() == 40 and s(20) == pytest.approx(0.5) and s(40) == pytest.approx(1.0)
+    s.plan(30, 200)  # still warming up: the warm-up follows the new total (20), but never below 30
+    assert s.warmup_steps() == 30 and s(30) == pytest.approx(1.0)
+    s.plan(100, 300)  # after the warm-up: it stays
+    assert s.warmup_steps() == 30
+
+
+def test_budget_plan_is_saved_and_restored_with_the_schedule():
+    s = _schedule(schedule="cosine", lr=1.0, warmup_steps=5, min_lr=0.01)
+    s.plan(0, 100)
+    s.plan(30, 80)
+    restored = _schedule(schedule="cosine", lr=1.0, warmup_steps=5, min_lr=0.01)
+    restored.load_state_dict(s.state_dict())
+    assert [restored(x) for x in range(1, 90)] == [s(x) for x in range(1, 90)]
+    old_checkpoint = {"scale": 1.0, "bad": 0}  # written before the budget schedules: no plan
+    restored.load_state_dict(old_checkpoint)
+    assert restored.decay is None

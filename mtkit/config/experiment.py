@@ -29,6 +29,7 @@ RNN: dict[str, Condition] = {"arch": ("rnn",)}
 CE: dict[str, Condition] = {"objective": ("ce",)}
 MRT: dict[str, Condition] = {"objective": ("mrt",)}
 TRANSFORMER: dict[str, Condition] = {"arch": ("transformer",)}
+BUDGET: Condition = ("linear", "cosine")  # the LR schedules that end with the budget (train.schedules)
 
 
 @dataclass
@@ -120,17 +121,27 @@ class TrainingConfig:
     betas: list[float] = _f([0.9, 0.98], "Adam β1, β2.")
     eps: float = _f(1e-9, "Adam ε.", 0)
     weight_decay: float = _f(0.0, "Weight decay (decoupled for adamw).", 0)
-    schedule: Literal["noam", "inverse_sqrt", "constant", "plateau"] = _f(
-        "inverse_sqrt", "Learning-rate schedule."
+    schedule: Literal["noam", "inverse_sqrt", "constant", "plateau", "linear", "cosine"] = _f(
+        "inverse_sqrt", "Learning-rate schedule; linear and cosine decay to min_lr exactly when the budget "
+        "(max_steps, max_epochs, or the updates max_time allows, measured as the run goes) ends "
+        "(docs/training.md#budget-aware-training)."
     )
     warmup_steps: int = _f(
-        1000, "Warm-up steps: linear for inverse_sqrt/constant/plateau; noam's formula has its own.", 0
+        1000, "Warm-up steps: linear for inverse_sqrt/constant/plateau/linear/cosine; noam's formula has "
+        "its own. With warmup_fraction: the ramp until the budget is first planned.", 0
     )
+    warmup_fraction: float = _f(
+        0.0, "Warm-up as a share of the planned updates (0 = warmup_steps).", 0, 0.5,
+        when={"schedule": BUDGET})
     plateau_factor: float = _f(0.5, "Multiply the LR by this when the dev metric stalls.", 0, 1,
                                when={"schedule": ("plateau",)})
     plateau_patience: int = _f(2, "Validations without improvement before decaying the LR.", 0,
                                when={"schedule": ("plateau",)})
     min_lr: float = _f(0.0, "Lower bound of the learning rate once warm-up is over.", 0)
+    ema_decay: float = _f(
+        0.0, "Keep an exponential moving average of the weights with this decay (e.g. 0.999; 0 = off); "
+        "validation scores it beside the trained weights, and the better one is saved as the step's "
+        "checkpoint.", 0, 0.99999)
     clip_norm: float = _f(1.0, "Clip the gradient norm to this (0 disables).", 0)
     label_smoothing: float = _f(0.1, "Label smoothing ε.", 0, 1)
     max_steps: int = _f(0, "Stop after this many updates (0 = no limit).", 0)

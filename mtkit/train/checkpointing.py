@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from mtkit.config.experiment import Config, TrainingConfig
     from mtkit.data.meta import DataMeta
     from mtkit.device import DistInfo
+    from mtkit.train.ema import WeightAverage
     from mtkit.train.schedules import LRSchedule
 
 
@@ -51,6 +52,7 @@ class Checkpointing:
     model: nn.Module
     optimizer: torch.optim.Optimizer
     schedule: LRSchedule
+    ema: WeightAverage | None  # the weight average (training.ema_decay), on rank 0
     scaler: torch.amp.GradScaler | None
     state: TrainState
     elapsed_before: float  # training seconds of earlier processes
@@ -96,6 +98,12 @@ class Checkpointing:
         self.schedule.load_state_dict(state["scheduler"])
         if self.scaler is not None and state.get("scaler"):
             self.scaler.load_state_dict(state["scaler"])
+        if self.ema is not None:
+            if state.get("ema"):
+                self.ema.load_state_dict(state["ema"], str(path))
+            else:  # switched on since the checkpoint: the average starts from the weights resumed
+                warn(f"{path}: holds no weight average (training.ema_decay was off): starting it now")
+                self.ema = type(self.ema)(self.model, self.ema.decay)
         st = TrainState.from_dict(state["train_state"], str(path))
         if (st.max_tokens, st.seed) != (self.tc.max_tokens, self.tc.seed):
             warn("training.max_tokens or training.seed changed since the checkpoint: the epoch's batches "
@@ -108,8 +116,11 @@ class Checkpointing:
         restore_rng_state(state["rng"])
 
     # ------------------------------------------------------------------------------ checkpoints
-    def _model_state(self, valid: dict[str, Any] | None) -> dict[str, Any]:
-        return {"model": self.model.state_dict(), "config": to_dict(self.cfg), "vocab": self.meta.to_dict(),
+    def _model_state(self, valid: dict[str, Any] | None, averaged: bool = False) -> dict[str, Any]:
+        """A model checkpoint: the trained weights, or with `averaged` the weight average."""
+        averaging = averaged and self.ema is not None
+        weights = self.ema.model_state(self.model) if averaging else self.model.state_dict()  # type: ignore[union-attr]
+        return {"model": weights, "config": to_dict(self.cfg), "vocab": self.meta.to_dict(),
                 "step": self.state.step, "epoch": self.state.epoch, "metrics": {"valid": valid}}
 
     def _check_finite_weights(self) -> None:
@@ -121,6 +132,9 @@ class Checkpointing:
                     f"training diverged: parameter {name} is not finite at update {self.state.step}; "
                     f"no checkpoint was written (the last good one is kept). Lower training.lr or raise "
                     f"training.warmup_steps, then resume or start afresh")
+        if self.ema is not None and not self.ema.all_finite():
+            raise MtkitError(f"training diverged: the weight average is not finite at update "
+                             f"{self.state.step}; no checkpoint was written (the last good one is kept)")
 
     def _save_last(self) -> None:
         if not self.info.is_main:
@@ -133,6 +147,7 @@ class Checkpointing:
             "scheduler": self.schedule.state_dict(),
             "scaler": self.scaler.state_dict() if self.scaler is not None else None,
             "rng": capture_rng_state(),
+            "ema": self.ema.state_dict() if self.ema is not None else None,
             "train_state": self.state.to_dict(),
         })
         save_checkpoint(state, self.model_dir / files.LAST)
@@ -146,7 +161,7 @@ class Checkpointing:
         keep = files.steps_to_keep(st.history, valid["metric"], self.tc.keep_best, self.tc.keep_last)
         step_file = files.step_path(self.model_dir, st.step)
         if st.step in keep:
-            save_checkpoint(self._model_state(valid), step_file)
+            save_checkpoint(self._model_state(valid, averaged=valid.get("weights") == "ema"), step_file)
         for h in st.history:
             if h["step"] not in keep:
                 files.step_path(self.model_dir, h["step"]).unlink(missing_ok=True)

@@ -1,4 +1,5 @@
-"""Learning-rate schedules, as plain functions of the update number (1-based) plus plateau state.
+"""Learning-rate schedules, as plain functions of the update number (1-based) plus plateau state and,
+for the budget schedules, a plan.
 
 With ``lr`` the configured peak (for noam: the scale factor), ``w`` the warm-up steps, ``d`` the model
 width and ``s`` the update number:
@@ -9,28 +10,65 @@ width and ``s`` the update number:
 - ``plateau``       lr · min(1, s / w) · factor^k, k = number of decays so far: the LR is multiplied by
                     ``plateau_factor`` after ``plateau_patience`` validations without improvement of
                     ``valid_metric`` (counting restarts after each decay).
+- ``linear``,       the budget schedules: a linear warm-up to lr, then a decay that reaches ``min_lr``
+  ``cosine``        exactly when the run's budget ends: lr · (1 − q) or lr · (1 + cos πq) / 2, where
+                    q ∈ [0, 1] is the share of the decay done. Linear (or cosine) decay to zero is what
+                    budgeted-training studies found best when the number of updates is fixed in
+                    advance (Li, Yumer and Ramanan, ICLR 2020).
+
+A budget schedule needs to know how many updates the run will make: ``plan(step, total)`` tells it
+(`mtkit.train.budget` estimates the total of a time-budgeted run from its measured speed, and
+re-estimates it as the run goes). A new plan never makes the LR jump: q keeps its value at the update
+where the plan changes and from there moves linearly to 1 at the new total. With ``warmup_fraction``
+the warm-up is that share of the planned total (the first plan may shorten or lengthen a warm-up in
+progress, never below the updates already made). Until the first plan, the warm-up ramp runs towards
+``warmup_steps``. The plan is part of the schedule's state, saved in checkpoints.
 
 ``min_lr`` bounds the LR from below once warm-up is over (it never shortens the warm-up).
 Whether a validation improved is decided once, by the trainer (`TrainState.record_validation`), and
-passed to ``observe``. The schedule's state (only plateau has any) is saved in checkpoints.
+passed to ``observe``.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from mtkit.config.experiment import TrainingConfig
 
+#: the schedules whose decay ends with the budget (they need a plan)
+BUDGET_SCHEDULES = ("linear", "cosine")
+
+
+@dataclass
+class DecayPlan:
+    """Where a budget schedule stands: warm-up length, planned total, and the anchor of the decay (the
+    update ``anchor`` at which the decay share was ``anchor_progress``; linear from there to 1 at
+    ``total``)."""
+
+    warmup: int
+    total: int
+    anchor: int
+    anchor_progress: float = 0.0
+
+    def progress(self, step: int) -> float:
+        """q: the share of the decay done after update `step` (0 during warm-up, 1 from `total` on)."""
+        if step <= self.anchor:
+            return self.anchor_progress if step >= self.warmup else 0.0
+        span = max(1, self.total - self.anchor)
+        return min(1.0, self.anchor_progress + (1.0 - self.anchor_progress) * (step - self.anchor) / span)
+
 
 class LRSchedule:
     """Computes the LR for update ``step``; ``observe`` is told after each validation whether the dev
-    metric improved (used by plateau)."""
+    metric improved (used by plateau); ``plan`` sets the number of updates a budget schedule decays over."""
 
     def __init__(self, cfg: TrainingConfig, model_dim: int):
         self.kind = cfg.schedule
         self.lr = cfg.lr
         self.warmup = cfg.warmup_steps
+        self.warmup_fraction = cfg.warmup_fraction
         self.min_lr = cfg.min_lr
         self.model_dim = model_dim
         self.factor = cfg.plateau_factor
@@ -38,9 +76,18 @@ class LRSchedule:
         # plateau state: the decay so far and the validations without improvement since the last change
         self.scale = 1.0
         self.bad = 0
+        self.decay: DecayPlan | None = None  # a budget schedule's plan, once known
+
+    @property
+    def budgeted(self) -> bool:
+        return self.kind in BUDGET_SCHEDULES
 
     def _warmup_factor(self, step: int) -> float:
         return min(1.0, step / self.warmup) if self.warmup > 0 else 1.0
+
+    def warmup_steps(self) -> int:
+        """The warm-up in force: the plan's for a planned budget schedule, else warmup_steps."""
+        return self.decay.warmup if self.decay is not None else self.warmup
 
     def __call__(self, step: int) -> float:
         step = max(1, step)
@@ -54,11 +101,37 @@ class LRSchedule:
             lr = self.lr * self._warmup_factor(step)
         elif self.kind == "plateau":
             lr = self.lr * self._warmup_factor(step) * self.scale
+        elif self.budgeted:
+            return self._budget_lr(step)
         else:  # pragma: no cover - config validation rejects other values
             raise ValueError(f"unknown schedule {self.kind}")
         if step >= self.warmup:
             lr = max(lr, self.min_lr)
         return lr
+
+    def _budget_lr(self, step: int) -> float:
+        warmup = self.warmup_steps()
+        if step < warmup or self.decay is None:  # warming up (before the first plan: towards warmup_steps)
+            return self.lr * (min(1.0, step / warmup) if warmup > 0 else 1.0)
+        q = self.decay.progress(step)
+        shape = 1.0 - q if self.kind == "linear" else 0.5 * (1.0 + math.cos(math.pi * q))
+        return self.min_lr + (self.lr - self.min_lr) * shape if self.lr > self.min_lr else self.lr
+
+    def plan(self, step: int, total: int) -> DecayPlan:
+        """Decay to min_lr at update `total`, continuing from update `step` without a jump (see the
+        module docstring). A total at or below `step` ends the decay at the next update."""
+        total = max(int(total), step + 1)
+        old = self.decay
+        warmup = old.warmup if old is not None else self.warmup
+        if self.warmup_fraction > 0 and (old is None or step < old.warmup):  # warm-up not over: may change
+            warmup = max(step, round(self.warmup_fraction * total))
+        warmup = min(warmup, total - 1) if step < warmup else warmup
+        if step < warmup:
+            self.decay = DecayPlan(warmup=warmup, total=total, anchor=warmup, anchor_progress=0.0)
+        else:
+            progress = old.progress(step) if old is not None else 0.0
+            self.decay = DecayPlan(warmup=warmup, total=total, anchor=step, anchor_progress=progress)
+        return self.decay
 
     def observe(self, improved: bool) -> None:
         """Record a validation; plateau decays the LR when it stalls."""
@@ -71,8 +144,11 @@ class LRSchedule:
             self.bad = 0
 
     def state_dict(self) -> dict[str, Any]:
-        return {"scale": self.scale, "bad": self.bad}
+        return {"scale": self.scale, "bad": self.bad,
+                "decay": asdict(self.decay) if self.decay is not None else None}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.scale = float(state["scale"])
         self.bad = int(state["bad"])
+        decay = state.get("decay")  # absent in checkpoints of mtkit before the budget schedules
+        self.decay = DecayPlan(**decay) if decay else None

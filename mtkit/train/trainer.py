@@ -36,11 +36,13 @@ from mtkit.data.bpe import Bpe
 from mtkit.data.prefetch import Prefetcher
 from mtkit.data.shards import ParallelData
 from mtkit.device import autocast, autocast_dtype, resolve_device, thread_count, threads
-from mtkit.errors import DataError, MtkitError
+from mtkit.errors import ConfigError, DataError, MtkitError
+from mtkit.metric import is_better
 from mtkit.metrics_log import MetricsLog
 from mtkit.models import build_model
 from mtkit.textio import warn
 from mtkit.train import init_from
+from mtkit.train.budget import BudgetEstimate, BudgetPlanner
 from mtkit.train.checkpointing import Checkpointing
 from mtkit.train.distributed import (
     DistInfo,
@@ -49,6 +51,7 @@ from mtkit.train.distributed import (
     dist_info_from_env,
     process_group,
 )
+from mtkit.train.ema import WeightAverage
 from mtkit.train.flops import peak_flops, update_flops
 from mtkit.train.graphs import use_cuda_graphs, use_shape_buckets
 from mtkit.train.model_dir import write_model_files
@@ -58,6 +61,10 @@ from mtkit.train.runtime import learning_rate_on_device, make_optimizer, release
 from mtkit.train.schedules import LRSchedule
 from mtkit.train.state import TrainState
 from mtkit.train.validation import DevSet, build_dev_set, evaluate
+
+#: a time budget's new estimate moves the plan only when it differs by more than this share of the
+#: updates left (or 2 updates): the speed measured between log steps jitters by a percent or so
+REPLAN_SHARE = 0.02
 
 _OUT_OF_MEMORY = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
 
@@ -123,6 +130,8 @@ class Trainer(Checkpointing):
         self.scaler = torch.amp.GradScaler(device.type) if self.autocast_dtype == torch.float16 else None
         model_dim = cfg.model.d_model if cfg.model.arch == "transformer" else cfg.model.hidden_size
         self.schedule = LRSchedule(tc, model_dim)
+        # the weight average lives where validation runs (rank 0); made before a resume, which loads it
+        self.ema = WeightAverage(self.model, tc.ema_decay) if tc.ema_decay > 0 and info.is_main else None
         self.sampler: TokenBatchSampler = sampler_for(self.train_data, tc.max_tokens, tc.seed, True,
                                                       info.rank, info.world_size, self.buckets)
         self.state = TrainState(world_size=info.world_size, max_tokens=tc.max_tokens, seed=tc.seed)
@@ -132,6 +141,8 @@ class Trainer(Checkpointing):
             self.start_lines += init_from.start_from_parent(parent, self.model, self.optimizer, self.schedule,
                                                             self.scaler, self.state, self.meta, tc,
                                                             info.world_size)
+            if self.ema is not None:  # the average starts from the parent's weights
+                self.ema = WeightAverage(self.model, tc.ema_decay)
         self.train_model: nn.Module = self.model
         if info.enabled:
             from torch.nn.parallel import DistributedDataParallel
@@ -152,8 +163,10 @@ class Trainer(Checkpointing):
             write_model_files(cfg, self.meta, self.model_dir)
         self.metrics = MetricsLog(self.model_dir / files.METRICS_FILE, resume_step) if info.is_main else None
         self.started = time.monotonic()
+        self.validation_seconds = 0.0  # this process's, kept out of the budget's seconds per update
         self.display = TrainingDisplay(info.is_main)
         self._reset_log_counters()
+        self.planner = self._budget_planner()
         if resume_step is None and parent is not None:
             self._save_last()  # started: a restart resumes this run and needs the parent no more
 
@@ -161,6 +174,65 @@ class Trainer(Checkpointing):
     def _load_tgt_bpe(self) -> Bpe | None:
         path = Path(self.cfg.data.dir) / self.meta.tgt_bpe
         return Bpe(path) if path.is_file() else None
+
+    # ----------------------------------------------------------------------------------- budget
+    def _budget_planner(self) -> BudgetPlanner:
+        """The planner of a budget schedule's total, and the first plan where the total is known now."""
+        tc = self.tc
+        fixed = None
+        if tc.max_steps or tc.max_epochs:
+            fixed = min(n for n in (tc.max_steps, self._epoch_updates()) if n)
+        if self.schedule.budgeted and fixed is None and not tc.max_time:
+            raise ConfigError(f"training.schedule={tc.schedule} decays over the run's budget: set "
+                              "training.max_steps, max_epochs or max_time (--max-time)")
+        planner = BudgetPlanner(fixed, tc.max_time * 60, tc.validate_every)
+        first = planner.initial()
+        if self.schedule.budgeted and first is not None:
+            decay = self.schedule.decay
+            if decay is None or decay.total != first.total + self.state.lr_offset:  # new, or a new max_steps
+                self._replan(first)
+        return planner
+
+    def _epoch_updates(self) -> int | None:
+        if not self.tc.max_epochs:
+            return None
+        return math.ceil(len(self.sampler) / self.tc.update_freq) * self.tc.max_epochs
+
+    def _replan(self, estimate: BudgetEstimate) -> None:
+        """Move the budget schedule's decay to end at the estimated total (recorded in metrics.jsonl)."""
+        offset = self.state.lr_offset
+        old = self.schedule.decay
+        if old is not None and estimate.seconds_per_update is not None:  # a time estimate: ignore jitter
+            left = old.total - offset - self.step
+            if abs(estimate.total - (old.total - offset)) < max(2, REPLAN_SHARE * left):
+                return
+        plan = self.schedule.plan(self.step + offset, estimate.total + offset)
+        if old is not None and (old.total, old.warmup) == (plan.total, plan.warmup):
+            return
+        if self.info.is_main and self.metrics is not None:
+            self.metrics.write({"event": "plan", "step": self.step, "planned_updates": plan.total - offset,
+                                "warmup": plan.warmup - offset, "elapsed": round(self._elapsed(), 2),
+                                "seconds_per_update": estimate.seconds_per_update,
+                                "seconds_per_validation": estimate.seconds_per_validation})
+        if old is None and self.info.is_main:
+            measured = "" if estimate.seconds_per_update is None else (
+                f" in {self.tc.max_time:g} min at {estimate.seconds_per_update:.3f} s per update (measured "
+                f"over updates {self.planner.mark[0] + 1 if self.planner.mark else 1}-{self.step})")
+            self.display.log(f"budget: {plan.total - offset:,} updates{measured}; warm-up "
+                             f"{plan.warmup - offset:,}, then {self.tc.schedule} decay to {self.tc.min_lr:g}")
+
+    def _track_budget(self) -> None:
+        """After each update: time the run and re-estimate a time budget's total when it is due."""
+        planner = self.planner
+        if not (self.schedule.budgeted and planner.timed):
+            return
+        train_seconds = time.monotonic() - self.started - self.validation_seconds
+        planner.observe(self.step, train_seconds)
+        if planner.due(self.step, self.tc.log_every):
+            estimate = planner.estimate(self.step, train_seconds, self._elapsed())
+            estimate = broadcast_object(estimate, self.info)  # every rank follows rank 0's clock
+            if estimate is not None:
+                self._replan(estimate)
 
     # ------------------------------------------------------------------------------- validation
     def _autocast(self) -> contextlib.AbstractContextManager:
@@ -176,6 +248,8 @@ class Trainer(Checkpointing):
         if self.info.is_main and self.dev is not None:
             assert self.tgt_bpe is not None
             result = evaluate(self.model, self.dev, self.cfg, self.device, self._autocast(), self.tgt_bpe)
+            if self.ema is not None:
+                result = self._score_average(result)
         if self.device.type == "cpu":
             release_freed_memory()
         result = broadcast_object(result, self.info)  # type: ignore[assignment]
@@ -199,8 +273,22 @@ class Trainer(Checkpointing):
                                 "lr": self._lr(), **memory})
             self._keep_checkpoints(valid)
             self.display.log(valid_line(st.step, valid, st.best, metric, memory))
-        self.paused += time.monotonic() - start
+        seconds = time.monotonic() - start
+        self.paused += seconds
+        self.validation_seconds += seconds
+        self.planner.note_validation(seconds)
         return stop
+
+    def _score_average(self, trained: dict[str, Any]) -> dict[str, Any]:
+        """Score the weight average too; the result is the better one's, with both scores beside it and
+        ``weights`` naming which one the step's checkpoint holds."""
+        assert self.ema is not None and self.dev is not None and self.tgt_bpe is not None
+        with self.ema.swapped_in(self.model):
+            averaged = evaluate(self.model, self.dev, self.cfg, self.device, self._autocast(), self.tgt_bpe)
+        key = f"dev_{self.tc.valid_metric}"
+        ema_wins = is_better(self.tc.valid_metric, averaged.get(key), trained.get(key))
+        return {**(averaged if ema_wins else trained), "weights": "ema" if ema_wins else "trained",
+                f"trained_{key}": trained.get(key), f"ema_{key}": averaged.get(key)}
 
     # --------------------------------------------------------------------------------- the loop
     def _elapsed(self) -> float:
@@ -260,6 +348,8 @@ class Trainer(Checkpointing):
             self.count_real += batch.num_src_tokens + batch.num_tgt_tokens
             self.count_padded += batch.src.numel() + batch.tgt_in.numel()
         self.updater.update(batches, self.step)
+        if self.ema is not None:
+            self.ema.update(self.step)
         if self.updater.read_back_each_update:  # reading a CPU tensor costs no device sync: check at once
             self._check_nonfinite()
 
@@ -285,6 +375,8 @@ class Trainer(Checkpointing):
             "ppl": math.exp(min(nll, 100.0)) if ok_tokens else None, "lr": self._lr(),
             "tokens_per_s": tokens / seconds, "padding": 1.0 - real / padded if padded else 0.0,
             "mfu": None if mfu is None else round(mfu, 5),
+            "planned_updates": (self.schedule.decay.total - self.state.lr_offset
+                                if self.schedule.decay is not None else None),
             "elapsed": round(self._elapsed(), 2),
         }
         event.update({**self.updater.log_fields(extra), **resident_fields()})
@@ -362,6 +454,7 @@ class Trainer(Checkpointing):
     def _after_update(self, epoch_done: bool) -> str | None:
         tc = self.tc
         step = self.step
+        self._track_budget()
         if step % tc.log_every == 0:
             self._log()
         else:

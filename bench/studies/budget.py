@@ -16,9 +16,10 @@ training CPU-seconds) and the score table. The CPU (lscpu model name and its bf1
 
 Variants (``--set`` overrides of the config; add more with --variant NAME=KEY=VALUE,KEY=VALUE):
 
-* ``today``        the shipped demo settings before the budget schedules (inverse_sqrt, warm-up 200,
-                   lr 0.002, dropout 0.1): the control;
-* ``budget``       what ships now: cosine decay to 0 over the measured budget, warm-up 5% of it;
+* ``today``        the demo's config before the budget schedules (fixtures/demo-inverse-sqrt.yaml:
+                   inverse_sqrt, warm-up 200, lr 0.002, dropout 0.1): the control;
+* ``shipped``      ``--config`` as it is (for the demo: what ships now);
+* ``budget``       cosine decay to 0 over the measured budget, warm-up 5% of it;
 * ``budget-linear`` the same with linear decay;
 * ``budget-ema``   ``budget`` with a weight average (ema_decay 0.998);
 * ``budget-drop0`` ``budget`` without dropout (less than about one epoch is seen);
@@ -38,11 +39,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-TODAY = ["training.schedule=inverse_sqrt", "training.warmup_steps=200", "training.lr=0.002",
-         "model.dropout=0.1"]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+#: the demo's settings before the budget schedules, as a whole config (a variant's "@config=PATH")
+TODAY = [f"@config={FIXTURES / 'demo-inverse-sqrt.yaml'}"]
 BUDGET = ["training.schedule=cosine", "training.warmup_fraction=0.05", "training.warmup_steps=100"]
 VARIANTS: dict[str, list[str]] = {
     "today": TODAY,
+    "shipped": [],  # --config as it is
     "budget": BUDGET,
     "budget-linear": [*BUDGET, "training.schedule=linear"],
     "budget-ema": [*BUDGET, "training.ema_decay=0.998"],
@@ -78,10 +81,12 @@ def read_events(metrics: Path) -> list[dict[str, Any]]:
 
 
 def train_variant(args: argparse.Namespace, name: str, sets: list[str], model_dir: Path) -> dict[str, Any]:
-    cmd = mtkit("train", str(args.config), "--set", f"data.dir={args.data_bin}", "--set",
+    config = next((item.partition("=")[2] for item in sets if item.startswith("@config=")), str(args.config))
+    cmd = mtkit("train", config, "--set", f"data.dir={args.data_bin}", "--set",
                 f"training.model_dir={model_dir}", "--max-time", str(args.minutes), "--no-resume")
     for item in [*args.set, *sets]:
-        cmd += ["--set", item]
+        if not item.startswith("@config="):
+            cmd += ["--set", item]
     cpu_before, wall_before = children_cpu_seconds(), time.monotonic()
     with open(model_dir.with_suffix(".log"), "w", encoding="utf-8") as log:
         subprocess.run(cmd, check=True, stdout=log, stderr=subprocess.STDOUT)

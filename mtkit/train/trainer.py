@@ -380,6 +380,8 @@ class Trainer(Checkpointing):
             "elapsed": round(self._elapsed(), 2),
         }
         event.update({**self.updater.log_fields(extra), **resident_fields()})
+        if self.device.type == "cuda":  # what the card held at most so far (the caching allocator's view)
+            event["gpu_peak_mib"] = round(torch.cuda.max_memory_allocated(self.device) / 2 ** 20)
         if self.info.is_main:
             assert self.metrics is not None
             self.metrics.write(event)

@@ -184,6 +184,9 @@ CASES: dict[str, list[Case]] = {
     "training.weight_decay": run(0.1),
     "training.schedule": run("inverse_sqrt"),
     "training.warmup_steps": run(4),
+    "training.warmup_fraction": run(0.5, schedule="linear"),  # of the 2 planned updates: a warm-up of 1
+    "training.cooldown_fraction": run(0.5),  # the constant LR decays to 0 over the second update
+    "training.ema_decay": run(0.9),  # validation scores the average too (events), the better is kept
     "training.plateau_factor": run(0.1, "schedule", schedule="plateau", plateau_patience=0),
     "training.plateau_patience": run(0, "schedule", schedule="plateau"),
     "training.min_lr": run(3e-3, schedule="inverse_sqrt"),

@@ -175,3 +175,24 @@ def test_budget_plan_is_saved_and_restored_with_the_schedule():
     old_checkpoint = {"scale": 1.0, "bad": 0}  # written before the budget schedules: no plan
     restored.load_state_dict(old_checkpoint)
     assert restored.decay is None
+
+
+def test_cooldown_keeps_the_schedule_then_decays_linearly_to_min_lr_over_the_last_share():
+    plain = _schedule(schedule="inverse_sqrt", lr=1e-3, warmup_steps=100)
+    s = _schedule(schedule="inverse_sqrt", lr=1e-3, warmup_steps=100, cooldown_fraction=0.2, min_lr=1e-6)
+    assert s(900) == plain(900)  # not planned yet: no cooldown
+    s.plan(0, 1000)
+    assert [s(x) for x in (50, 100, 400, 800)] == [plain(x) for x in (50, 100, 400, 800)]
+    assert s(900) == pytest.approx(plain(900) * 0.5 + 1e-6 * 0.5)
+    assert s(1000) == pytest.approx(1e-6)
+    s.plan(500, 2000)  # the cooldown has not begun: it moves to the last 20% of the new total
+    assert s(1000) == plain(1000) and s.decay.start == 1600
+    s.plan(1700, 1800)  # it has begun: it keeps its start, and q its value at update 1700
+    before = plain(1700) * (1 - 1 / 4) + 1e-6 / 4
+    assert s(1700) == pytest.approx(before) and s(1800) == pytest.approx(1e-6)
+
+
+def test_a_cooldown_planned_late_starts_at_once():
+    s = _schedule(schedule="constant", lr=1.0, warmup_steps=0, cooldown_fraction=0.1)
+    s.plan(95, 100)  # the first plan comes after the cooldown should have begun (at 90)
+    assert s(95) == 1.0 and s(100) == 0.0 and s(97) == pytest.approx(0.6)

@@ -12,7 +12,9 @@ machine. Each variant's model (checkpoint_best.pt) then translates the test set,
 compares every variant with the first (paired bootstrap, 1,000 resamples). Written to ``--out``:
 results.json (per variant: updates, CPU-seconds, last LR / peak LR, best and final dev scores, test
 BLEU/chrF with their 95% intervals and p-values, the dev curve), curves.png (dev BLEU and dev loss against
-training CPU-seconds) and the score table. The CPU (lscpu model name and its bf16 flags) is recorded.
+training CPU-seconds) and the score table. The CPU (lscpu model name and its bf16 flags) and its fp32
+GEMM speed (1024² products, every thread, measured before the runs under the same environment, so
+ONEDNN_MAX_CPU_ISA / MKL_ENABLE_INSTRUCTIONS caps count) are recorded.
 
 Variants (``--set`` overrides of the config; add more with --variant NAME=KEY=VALUE,KEY=VALUE):
 
@@ -71,6 +73,23 @@ def cpu_name() -> str:
             f"native bf16: {', '.join(bf16) or 'none'}" + (f", ONEDNN_MAX_CPU_ISA={isa}" if isa else ""))
 
 
+def gemm_gflops(size: int = 1024, seconds: float = 2.0) -> float:
+    """fp32 matrix-product speed of this machine with every allowed thread (GFLOP/s, the best of
+    repeated size³ products over `seconds`): the figure budgets are stated against."""
+    import torch
+
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    for _ in range(3):
+        a @ b
+    best, end = 0.0, time.monotonic() + seconds
+    while time.monotonic() < end:
+        start = time.perf_counter()
+        for _ in range(4):
+            a @ b
+        best = max(best, 4 * 2 * size ** 3 / (time.perf_counter() - start) / 1e9)
+    return round(best, 1)
+
+
 def children_cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -95,14 +114,15 @@ def train_variant(args: argparse.Namespace, name: str, sets: list[str], model_di
     train = [e for e in events if e["event"] == "train"]
     valid = [e for e in events if e["event"] == "valid"]
     peak = max(e["lr"] for e in train)
+    last_lr = valid[-1]["lr"] if valid else None  # the final validation follows the last update
     # CPU-seconds of each validation's moment: the process's CPU time scales with its wall time
     curve = [{"step": e["step"], "elapsed": e["elapsed"], "cpu_s": round(cpu * e["elapsed"] / wall, 1),
               "dev_bleu": e.get("dev_bleu"), "dev_loss": e.get("dev_loss"), "weights": e.get("weights")}
              for e in valid]
     return {"name": name, "sets": sets, "updates": valid[-1]["step"] if valid else None,
             "train_cpu_s": round(cpu, 1),
-            "train_wall_s": round(wall, 1), "peak_lr": peak, "last_lr": train[-1]["lr"] if train else None,
-            "last_lr_share": train[-1]["lr"] / peak if train else None,
+            "train_wall_s": round(wall, 1), "peak_lr": peak, "last_lr": last_lr,
+            "last_lr_share": last_lr / peak if last_lr is not None else None,
             "best_dev_bleu": max((e["dev_bleu"] for e in valid if e.get("dev_bleu") is not None),
                                  default=None),
             "final_dev_loss": valid[-1].get("dev_loss") if valid else None, "curve": curve}
@@ -156,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown variants {unknown}: {', '.join(variants)}")
     args.out.mkdir(parents=True, exist_ok=True)
+    gflops = gemm_gflops()
+    print(f"{cpu_name()}: fp32 GEMM {gflops} GFLOP/s", flush=True)
     results: list[dict[str, Any]] = []
     for round_no in range(args.rounds):
         for name in names if round_no % 2 == 0 else names[::-1]:
@@ -175,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
                                  *[x for r in results for x in ("--hyp", r["hyp"])]),
                            capture_output=True, text=True, check=True).stdout
     (args.out / "scores.txt").write_text(table, encoding="utf-8")
-    record = {"date": time.strftime("%Y-%m-%d"), "cpu": cpu_name(), "minutes": args.minutes,
+    record = {"date": time.strftime("%Y-%m-%d"), "cpu": cpu_name(), "fp32_gemm_gflops": gflops,
+              "minutes": args.minutes,
               "config": str(args.config), "common_sets": args.set, "beam": args.beam,
               "variants": results, "scores": json.loads(score.stdout)}
     (args.out / "results.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")

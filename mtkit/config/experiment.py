@@ -133,6 +133,10 @@ class TrainingConfig:
     warmup_fraction: float = _f(
         0.0, "Warm-up as a share of the planned updates (0 = warmup_steps).", 0, 0.5,
         when={"schedule": BUDGET})
+    cooldown_fraction: float = _f(
+        0.0, "Decay the LR linearly to min_lr over this last share of the budget (max_steps, max_epochs or "
+        "the updates max_time allows), the schedule's own shape before it (0 = off).", 0, 1,
+        when={"schedule": ("noam", "inverse_sqrt", "constant", "plateau")})
     plateau_factor: float = _f(0.5, "Multiply the LR by this when the dev metric stalls.", 0, 1,
                                when={"schedule": ("plateau",)})
     plateau_patience: int = _f(2, "Validations without improvement before decaying the LR.", 0,

@@ -16,13 +16,21 @@ width and ``s`` the update number:
                     budgeted-training studies found best when the number of updates is fixed in
                     advance (Li, Yumer and Ramanan, ICLR 2020).
 
-A budget schedule needs to know how many updates the run will make: ``plan(step, total)`` tells it
-(`mtkit.train.budget` estimates the total of a time-budgeted run from its measured speed, and
-re-estimates it as the run goes). A new plan never makes the LR jump: q keeps its value at the update
-where the plan changes and from there moves linearly to 1 at the new total. With ``warmup_fraction``
-the warm-up is that share of the planned total (the first plan may shorten or lengthen a warm-up in
+- a cooldown   any other schedule with ``cooldown_fraction`` c > 0: its own formula until the last
+                share c of the budget, then that formula times (1 − q) (+ min_lr · q), q going from 0 to
+                1 over the cooldown: the LR reaches min_lr at the end of the budget while the run keeps
+                the schedule's shape before (warm-up-stable-decay with ``constant``: Hägele et al. 2024,
+                "Scaling laws and compute-optimal training beyond fixed training durations").
+
+A budget schedule or a cooldown needs to know how many updates the run will make: ``plan(step,
+total)`` tells it (`mtkit.train.budget` estimates the total of a time-budgeted run from its measured
+speed, and re-estimates it as the run goes). A new plan never makes the LR jump: once the decay has
+begun, q keeps its value at the update where the plan changes and from there moves linearly to 1 at the
+new total; before, the decay's start moves with the total. With ``warmup_fraction`` the warm-up of
+linear/cosine is that share of the planned total (the first plan may shorten or lengthen a warm-up in
 progress, never below the updates already made). Until the first plan, the warm-up ramp runs towards
-``warmup_steps``. The plan is part of the schedule's state, saved in checkpoints.
+``warmup_steps`` (and a cooldown has not begun). The plan is part of the schedule's state, saved in
+checkpoints.
 
 ``min_lr`` bounds the LR from below once warm-up is over (it never shortens the warm-up).
 Whether a validation improved is decided once, by the trainer (`TrainState.record_validation`), and
@@ -43,19 +51,19 @@ BUDGET_SCHEDULES = ("linear", "cosine")
 
 @dataclass
 class DecayPlan:
-    """Where a budget schedule stands: warm-up length, planned total, and the anchor of the decay (the
-    update ``anchor`` at which the decay share was ``anchor_progress``; linear from there to 1 at
-    ``total``)."""
+    """Where a decay to the budget's end stands: the update after which it starts (linear/cosine: the end
+    of warm-up; a cooldown: the update before its first), the planned total, and its anchor (the update
+    ``anchor`` at which the decay share was ``anchor_progress``; linear from there to 1 at ``total``)."""
 
-    warmup: int
+    start: int
     total: int
     anchor: int
     anchor_progress: float = 0.0
 
     def progress(self, step: int) -> float:
-        """q: the share of the decay done after update `step` (0 during warm-up, 1 from `total` on)."""
+        """q: the share of the decay done after update `step` (0 before it starts, 1 from `total` on)."""
         if step <= self.anchor:
-            return self.anchor_progress if step >= self.warmup else 0.0
+            return self.anchor_progress if step >= self.start else 0.0
         span = max(1, self.total - self.anchor)
         return min(1.0, self.anchor_progress + (1.0 - self.anchor_progress) * (step - self.anchor) / span)
 
@@ -69,6 +77,7 @@ class LRSchedule:
         self.lr = cfg.lr
         self.warmup = cfg.warmup_steps
         self.warmup_fraction = cfg.warmup_fraction
+        self.cooldown = cfg.cooldown_fraction
         self.min_lr = cfg.min_lr
         self.model_dim = model_dim
         self.factor = cfg.plateau_factor
@@ -76,18 +85,21 @@ class LRSchedule:
         # plateau state: the decay so far and the validations without improvement since the last change
         self.scale = 1.0
         self.bad = 0
-        self.decay: DecayPlan | None = None  # a budget schedule's plan, once known
+        self.decay: DecayPlan | None = None  # the plan of a decay to the budget's end, once known
 
     @property
     def budgeted(self) -> bool:
-        return self.kind in BUDGET_SCHEDULES
+        """Whether the LR depends on the budget (it needs a plan): linear, cosine, or a cooldown."""
+        return self.kind in BUDGET_SCHEDULES or self.cooldown > 0
 
     def _warmup_factor(self, step: int) -> float:
         return min(1.0, step / self.warmup) if self.warmup > 0 else 1.0
 
     def warmup_steps(self) -> int:
-        """The warm-up in force: the plan's for a planned budget schedule, else warmup_steps."""
-        return self.decay.warmup if self.decay is not None else self.warmup
+        """The warm-up in force: the plan's for a planned linear/cosine schedule, else warmup_steps."""
+        if self.kind in BUDGET_SCHEDULES and self.decay is not None:
+            return self.decay.start
+        return self.warmup
 
     def __call__(self, step: int) -> float:
         step = max(1, step)
@@ -101,12 +113,15 @@ class LRSchedule:
             lr = self.lr * self._warmup_factor(step)
         elif self.kind == "plateau":
             lr = self.lr * self._warmup_factor(step) * self.scale
-        elif self.budgeted:
+        elif self.kind in BUDGET_SCHEDULES:
             return self._budget_lr(step)
         else:  # pragma: no cover - config validation rejects other values
             raise ValueError(f"unknown schedule {self.kind}")
         if step >= self.warmup:
             lr = max(lr, self.min_lr)
+        if self.cooldown > 0 and self.decay is not None:
+            q = self.decay.progress(step)
+            lr = lr * (1.0 - q) + self.min_lr * q
         return lr
 
     def _budget_lr(self, step: int) -> float:
@@ -122,16 +137,25 @@ class LRSchedule:
         module docstring). A total at or below `step` ends the decay at the next update."""
         total = max(int(total), step + 1)
         old = self.decay
-        warmup = old.warmup if old is not None else self.warmup
-        if self.warmup_fraction > 0 and (old is None or step < old.warmup):  # warm-up not over: may change
-            warmup = max(step, round(self.warmup_fraction * total))
-        warmup = min(warmup, total - 1) if step < warmup else warmup
-        if step < warmup:
-            self.decay = DecayPlan(warmup=warmup, total=total, anchor=warmup, anchor_progress=0.0)
+        start = self._decay_start(step, total, old)
+        if step < start:
+            self.decay = DecayPlan(start=start, total=total, anchor=start, anchor_progress=0.0)
         else:
             progress = old.progress(step) if old is not None else 0.0
-            self.decay = DecayPlan(warmup=warmup, total=total, anchor=step, anchor_progress=progress)
+            self.decay = DecayPlan(start=start, total=total, anchor=step, anchor_progress=progress)
         return self.decay
+
+    def _decay_start(self, step: int, total: int, old: DecayPlan | None) -> int:
+        """The update after which the decay of a plan for `total`, made at update `step`, starts: where it
+        started if it has; else the end of warm-up (linear, cosine) or of the stable part (a cooldown),
+        never before `step` and never at or after `total`."""
+        if old is not None and step >= old.start:
+            return old.start
+        if self.kind in BUDGET_SCHEDULES:
+            start = round(self.warmup_fraction * total) if self.warmup_fraction > 0 else self.warmup
+        else:
+            start = max(self.warmup, total - round(self.cooldown * total))
+        return min(max(start, step), total - 1) if step < total - 1 else step
 
     def observe(self, improved: bool) -> None:
         """Record a validation; plateau decays the LR when it stalls."""

@@ -183,8 +183,10 @@ class Trainer(Checkpointing):
         if tc.max_steps or tc.max_epochs:
             fixed = min(n for n in (tc.max_steps, self._epoch_updates()) if n)
         if self.schedule.budgeted and fixed is None and not tc.max_time:
-            raise ConfigError(f"training.schedule={tc.schedule} decays over the run's budget: set "
-                              "training.max_steps, max_epochs or max_time (--max-time)")
+            what = (f"training.schedule={tc.schedule}" if tc.schedule in ("linear", "cosine")
+                    else "training.cooldown_fraction")
+            raise ConfigError(f"{what} decays the LR over the run's budget: set training.max_steps, "
+                              "max_epochs or max_time (--max-time)")
         planner = BudgetPlanner(fixed, tc.max_time * 60, tc.validate_every)
         first = planner.initial()
         if self.schedule.budgeted and first is not None:
@@ -207,19 +209,21 @@ class Trainer(Checkpointing):
             if abs(estimate.total - (old.total - offset)) < max(2, REPLAN_SHARE * left):
                 return
         plan = self.schedule.plan(self.step + offset, estimate.total + offset)
-        if old is not None and (old.total, old.warmup) == (plan.total, plan.warmup):
+        if old is not None and (old.total, old.start) == (plan.total, plan.start):
             return
         if self.info.is_main and self.metrics is not None:
             self.metrics.write({"event": "plan", "step": self.step, "planned_updates": plan.total - offset,
-                                "warmup": plan.warmup - offset, "elapsed": round(self._elapsed(), 2),
+                                "decay_start": plan.start - offset, "elapsed": round(self._elapsed(), 2),
                                 "seconds_per_update": estimate.seconds_per_update,
                                 "seconds_per_validation": estimate.seconds_per_validation})
         if old is None and self.info.is_main:
             measured = "" if estimate.seconds_per_update is None else (
                 f" in {self.tc.max_time:g} min at {estimate.seconds_per_update:.3f} s per update (measured "
                 f"over updates {self.planner.mark[0] + 1 if self.planner.mark else 1}-{self.step})")
-            self.display.log(f"budget: {plan.total - offset:,} updates{measured}; warm-up "
-                             f"{plan.warmup - offset:,}, then {self.tc.schedule} decay to {self.tc.min_lr:g}")
+            decay = (f"warm-up {plan.start - offset:,}, then {self.tc.schedule} decay"
+                     if self.tc.schedule in ("linear", "cosine")
+                     else f"{self.tc.schedule}, then from update {plan.start - offset + 1:,} a linear cooldown")
+            self.display.log(f"budget: {plan.total - offset:,} updates{measured}; {decay} to {self.tc.min_lr:g}")
 
     def _track_budget(self) -> None:
         """After each update: time the run and re-estimate a time budget's total when it is due."""

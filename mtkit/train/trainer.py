@@ -220,9 +220,9 @@ class Trainer(Checkpointing):
             measured = "" if estimate.seconds_per_update is None else (
                 f" in {self.tc.max_time:g} min at {estimate.seconds_per_update:.3f} s per update (measured "
                 f"over updates {self.planner.mark[0] + 1 if self.planner.mark else 1}-{self.step})")
-            decay = (f"warm-up {plan.start - offset:,}, then {self.tc.schedule} decay"
-                     if self.tc.schedule in ("linear", "cosine")
-                     else f"{self.tc.schedule}, then from update {plan.start - offset + 1:,} a linear cooldown")
+            start, kind = plan.start - offset, self.tc.schedule
+            decay = (f"warm-up {start:,}, then {kind} decay" if kind in ("linear", "cosine")
+                     else f"{kind}, then from update {start + 1:,} a linear cooldown")
             self.display.log(f"budget: {plan.total - offset:,} updates{measured}; {decay} to {self.tc.min_lr:g}")
 
     def _track_budget(self) -> None:

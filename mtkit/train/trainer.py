@@ -223,7 +223,8 @@ class Trainer(Checkpointing):
             start, kind = plan.start - offset, self.tc.schedule
             decay = (f"warm-up {start:,}, then {kind} decay" if kind in ("linear", "cosine")
                      else f"{kind}, then from update {start + 1:,} a linear cooldown")
-            self.display.log(f"budget: {plan.total - offset:,} updates{measured}; {decay} to {self.tc.min_lr:g}")
+            self.display.log(f"budget: {plan.total - offset:,} updates{measured}; {decay} to "
+                             f"{self.tc.min_lr:g}")
 
     def _track_budget(self) -> None:
         """After each update: time the run and re-estimate a time budget's total when it is due."""

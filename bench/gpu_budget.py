@@ -8,9 +8,10 @@ On the card (at most ~9 minutes of wall time with the 5 training minutes):
 
 1. copies recipes/ into a scratch directory (the repository's own recipes/deb-en-de/work is left alone)
    and runs `make gpu` there on the deb-en-de corpus (``--data``): prepare (joint BPE 8,000), then
-   transformer-base trained for ``--minutes`` with the budget schedule (``BUDGET_ARGS``: cosine decay to 0
-   over the updates the minutes allow, measured as the run goes; warm-up 5% of them), the last
-   checkpoints averaged, the test set translated with beam 5 from the best and from the average, scored;
+   transformer-base trained for ``--minutes`` with a budget-aware schedule (``BUDGET_ARGS``: the recipe's
+   inverse_sqrt with a linear cooldown to 0 over the last 20% of the updates the minutes allow, measured
+   as the run goes), the last checkpoints averaged, the test set translated with beam 5 from the best
+   and from the average, scored;
 2. reads back what the run recorded: target tokens/s and the model FLOP utilisation of mtkit's own speed
    line (MFU = model FLOPs of the updates, forward and backward, as `mtkit.train.flops` counts them,
    over the training seconds, over the card's data-sheet bf16 peak: 989 TFLOP/s for an H100 or H200
@@ -20,8 +21,8 @@ On the card (at most ~9 minutes of wall time with the 5 training minutes):
    ``peak_mem_gib``, ``shape``, ``script_wall_s``, and the details) and prints a one-line summary.
 
 ``--dry-run`` does the same on the CPU in seconds: a 2,000-pair slice of the corpus, a BPE of 600
-pieces, a tiny fp32 model trained for 40 updates (the same cosine schedule, over steps instead of
-minutes), `--device cpu` (tests/test_bench.py runs it). Without
+pieces, a tiny fp32 model trained for 40 updates (the same schedule, its cooldown over steps instead
+of minutes), `--device cpu` (tests/test_gpu_budget.py runs it). Without
 ``--data`` the corpus is ../shared/data/deb-en-de beside the repository.
 """
 
@@ -43,8 +44,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "deb-en-de"
 #: the budget-aware training the card run uses on top of recipes/deb-en-de/transformer-base.yaml
-BUDGET_ARGS = ["--set", "training.schedule=cosine", "--set", "training.warmup_fraction=0.05",
-               "--set", "training.warmup_steps=200"]
+#: (the recipe's inverse_sqrt with a 20% cooldown to 0 at the budget's end: what won on the demo's CPU
+#: budget, docs/notebook/budget.md; a card run decides whether it wins there too)
+BUDGET_ARGS = ["--set", "training.cooldown_fraction=0.2"]
 #: the dry run's model and data: tiny, so that the whole chain runs in seconds on a CPU
 DRY_MODEL = ["--set", "model.d_model=32", "--set", "model.heads=2", "--set", "model.d_ff=64",
              "--set", "model.encoder_layers=1", "--set", "model.decoder_layers=1",

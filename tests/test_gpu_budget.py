@@ -51,7 +51,7 @@ def test_dry_run_makes_gpu_and_writes_the_record(tmp_path):
     assert record["test_bleu"] == max(record["test_bleu_by_system"].values())
     systems = {"transformer-base.beam5.de", "transformer-base.avg1.beam5.de"}
     assert set(record["test_bleu_by_system"]) == systems
-    # the budget schedule ran: cosine down to 0 at the 40th update
+    # the budget-aware schedule ran: its cooldown ends at 0 at the 40th update
     assert record["last_lr"] == pytest.approx(0.0, abs=1e-9) and record["peak_lr"] > 0
     assert "make -C" in run.stdout and "cpu (dry run): 0 min, 40 updates" in run.stdout
     assert (kept / "recipes" / "deb-en-de" / "work" / "transformer-base" / "checkpoint_best.pt").is_file()

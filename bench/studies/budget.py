@@ -4,6 +4,7 @@
     python bench/studies/budget.py --config recipes/demo/transformer.yaml --data-bin DIR \\
         --test-src test.en --test-ref test.de --minutes 9 --variants today,budget [--set KEY=VALUE ...]
         [--beam 5] [--out bench/results/budget-NAME]
+    python bench/studies/budget.py --replot NAME=MODEL_DIR [NAME=MODEL_DIR ...] --out curves.png
 
 Each variant is one `mtkit train CONFIG --max-time M` process on the prepared data (``--data-bin``, as
 `mtkit prepare` wrote it from the same config), with the variant's ``--set`` overrides on top of the
@@ -135,7 +136,18 @@ def translate(args: argparse.Namespace, model_dir: Path, hyp: Path) -> float:
     return time.monotonic() - start
 
 
-def plot(results: list[dict[str, Any]], out: Path) -> None:
+def replot(specs: list[str], out: Path) -> None:
+    """Curves of finished runs (NAME=MODEL_DIR each) in one figure, against their wall seconds."""
+    results = []
+    for spec in specs:
+        name, _, model_dir = spec.partition("=")
+        valid = [e for e in read_events(Path(model_dir) / "metrics.jsonl") if e["event"] == "valid"]
+        results.append({"name": name, "curve": [{"x": e["elapsed"], "dev_bleu": e.get("dev_bleu"),
+                                                 "dev_loss": e.get("dev_loss")} for e in valid]})
+    plot(results, out, xlabel="seconds of the run (training and validation, 2 cores)")
+
+
+def plot(results: list[dict[str, Any]], out: Path, xlabel: str = "training CPU-seconds") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -143,11 +155,11 @@ def plot(results: list[dict[str, Any]], out: Path) -> None:
 
     fig, (bleu_ax, loss_ax) = plt.subplots(1, 2, figsize=(11, 4))
     for r in results:
-        xs = [p["cpu_s"] for p in r["curve"]]
+        xs = [p.get("x", p.get("cpu_s")) for p in r["curve"]]
         bleu_ax.plot(xs, [p["dev_bleu"] for p in r["curve"]], marker="o", label=r["name"])
         loss_ax.plot(xs, [p["dev_loss"] for p in r["curve"]], marker="o", label=r["name"])
-    bleu_ax.set(xlabel="training CPU-seconds", ylabel="dev BLEU (greedy)")
-    loss_ax.set(xlabel="training CPU-seconds", ylabel="dev loss (nats/token)")
+    bleu_ax.set(xlabel=xlabel, ylabel="dev BLEU (greedy)")
+    loss_ax.set(xlabel=xlabel, ylabel="dev loss (nats/token)")
     bleu_ax.legend()
     fig.tight_layout()
     fig.savefig(out, dpi=110)
@@ -155,10 +167,10 @@ def plot(results: list[dict[str, Any]], out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", type=Path, required=True)
-    parser.add_argument("--data-bin", type=Path, required=True)
-    parser.add_argument("--test-src", type=Path, required=True)
-    parser.add_argument("--test-ref", type=Path, required=True)
+    parser.add_argument("--config", type=Path)
+    parser.add_argument("--data-bin", type=Path)
+    parser.add_argument("--test-src", type=Path)
+    parser.add_argument("--test-ref", type=Path)
     parser.add_argument("--minutes", type=float, default=9.0)
     parser.add_argument("--variants", default="today,budget")
     parser.add_argument("--variant", action="append", default=[], help="NAME=KEY=VALUE,KEY=VALUE")
@@ -166,7 +178,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path("bench/results/budget"))
+    parser.add_argument("--replot", nargs="+", metavar="NAME=MODEL_DIR",
+                        help="no training: draw the dev curves of finished runs into --out (a PNG file)")
     args = parser.parse_args(argv)
+    if args.replot:
+        replot(args.replot, args.out)
+        return 0
+    missing = [o for o in ("config", "data_bin", "test_src", "test_ref") if getattr(args, o) is None]
+    if missing:
+        parser.error(f"--{missing[0].replace('_', '-')} is required (unless --replot)")
     variants = dict(VARIANTS)
     for spec in args.variant:
         name, _, sets = spec.partition("=")

@@ -42,6 +42,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # mtkit from this tree, as the make run below uses it
+from mtkit.config.experiment import load_config  # noqa: E402
+
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "deb-en-de"
 #: the budget-aware training the card run uses on top of recipes/deb-en-de/transformer-base.yaml
 #: (the recipe's inverse_sqrt with a 20% cooldown to 0 at the budget's end: what won on the demo's CPU
@@ -94,8 +97,8 @@ def read_run(recipe: Path, log: str) -> dict[str, Any]:
     model_dir = recipe / "work" / "transformer-base"
     events = [json.loads(x) for x in (model_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
               if x.strip()]
-    config = json.loads(json.dumps(__import__("yaml").safe_load((model_dir / "config.yaml").read_text())))
-    model = config["model"]
+    config = load_config(model_dir / "config.yaml")  # the resolved config the run wrote
+    model = config.model
     meta = json.loads((recipe / "work" / "data-bin" / "meta.json").read_text(encoding="utf-8"))
     speed = SPEED_LINE.search(log)
     train = [e for e in events if e["event"] == "train"]
@@ -108,9 +111,9 @@ def read_run(recipe: Path, log: str) -> dict[str, Any]:
         "train_seconds": _number(speed.group(2)) if speed else None,
         "mfu": float(speed.group(3)) / 100 if speed and speed.group(3) else None,
         "peak_mem_gib": round(peak_mib / 1024, 2) if peak_mib else None,
-        "shape": {"d_model": model["d_model"], "heads": model["heads"], "d_ff": model["d_ff"],
-                  "encoder_layers": model["encoder_layers"], "decoder_layers": model["decoder_layers"],
-                  "vocab": meta["tgt_vocab_size"], "max_tokens": config["training"]["max_tokens"]},
+        "shape": {"d_model": model.d_model, "heads": model.heads, "d_ff": model.d_ff,
+                  "encoder_layers": model.encoder_layers, "decoder_layers": model.decoder_layers,
+                  "vocab": meta["tgt_vocab_size"], "max_tokens": config.training.max_tokens},
         "updates": valid[-1]["step"] if valid else None,
         "plan": plans[-1] if plans else None,
         "last_lr": train[-1]["lr"] if train else None,

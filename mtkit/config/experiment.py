@@ -29,7 +29,8 @@ RNN: dict[str, Condition] = {"arch": ("rnn",)}
 CE: dict[str, Condition] = {"objective": ("ce",)}
 MRT: dict[str, Condition] = {"objective": ("mrt",)}
 TRANSFORMER: dict[str, Condition] = {"arch": ("transformer",)}
-BUDGET: Condition = ("linear", "cosine")  # the LR schedules that end with the budget (train.schedules)
+#: the LR schedules whose decay ends with the budget (mtkit.train.schedules); a `when` condition too
+BUDGET_SCHEDULES: tuple[str, ...] = ("linear", "cosine")
 
 
 @dataclass
@@ -132,7 +133,7 @@ class TrainingConfig:
     )
     warmup_fraction: float = _f(
         0.0, "Warm-up as a share of the planned updates (0 = warmup_steps).", 0, 0.5,
-        when={"schedule": BUDGET})
+        when={"schedule": BUDGET_SCHEDULES})
     cooldown_fraction: float = _f(
         0.0, "Decay the LR linearly to min_lr over this last share of the budget (max_steps, max_epochs or "
         "the updates max_time allows), the schedule's own shape before it (0 = off).", 0, 1,

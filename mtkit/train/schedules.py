@@ -43,10 +43,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from mtkit.config.experiment import TrainingConfig
-
-#: the schedules whose decay ends with the budget (they need a plan)
-BUDGET_SCHEDULES = ("linear", "cosine")
+from mtkit.config.experiment import BUDGET_SCHEDULES, TrainingConfig
 
 
 @dataclass

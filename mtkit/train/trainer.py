@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 from mtkit import checkpoint as files
-from mtkit.config.experiment import Config
+from mtkit.config.experiment import BUDGET_SCHEDULES, Config
 from mtkit.data.batching import Batch, TokenBatchSampler, collate, sampler_for
 from mtkit.data.bpe import Bpe
 from mtkit.data.prefetch import Prefetcher
@@ -163,7 +163,6 @@ class Trainer(Checkpointing):
             write_model_files(cfg, self.meta, self.model_dir)
         self.metrics = MetricsLog(self.model_dir / files.METRICS_FILE, resume_step) if info.is_main else None
         self.started = time.monotonic()
-        self.validation_seconds = 0.0  # this process's, kept out of the budget's seconds per update
         self.display = TrainingDisplay(info.is_main)
         self._reset_log_counters()
         self.planner = self._budget_planner()
@@ -179,11 +178,9 @@ class Trainer(Checkpointing):
     def _budget_planner(self) -> BudgetPlanner:
         """The planner of a budget schedule's total, and the first plan where the total is known now."""
         tc = self.tc
-        fixed = None
-        if tc.max_steps or tc.max_epochs:
-            fixed = min(n for n in (tc.max_steps, self._epoch_updates()) if n)
+        fixed = min((n for n in (tc.max_steps, self._epoch_updates()) if n), default=None)
         if self.schedule.budgeted and fixed is None and not tc.max_time:
-            what = (f"training.schedule={tc.schedule}" if tc.schedule in ("linear", "cosine")
+            what = (f"training.schedule={tc.schedule}" if tc.schedule in BUDGET_SCHEDULES
                     else "training.cooldown_fraction")
             raise ConfigError(f"{what} decays the LR over the run's budget: set training.max_steps, "
                               "max_epochs or max_time (--max-time)")
@@ -196,6 +193,7 @@ class Trainer(Checkpointing):
         return planner
 
     def _epoch_updates(self) -> int | None:
+        """The updates max_epochs allows (None: no epoch bound)."""
         if not self.tc.max_epochs:
             return None
         return math.ceil(len(self.sampler) / self.tc.update_freq) * self.tc.max_epochs
@@ -221,7 +219,7 @@ class Trainer(Checkpointing):
                 f" in {self.tc.max_time:g} min at {estimate.seconds_per_update:.3f} s per update (measured "
                 f"over updates {self.planner.mark[0] + 1 if self.planner.mark else 1}-{self.step})")
             start, kind = plan.start - offset, self.tc.schedule
-            decay = (f"warm-up {start:,}, then {kind} decay" if kind in ("linear", "cosine")
+            decay = (f"warm-up {start:,}, then {kind} decay" if kind in BUDGET_SCHEDULES
                      else f"{kind}, then from update {start + 1:,} a linear cooldown")
             self.display.log(f"budget: {plan.total - offset:,} updates{measured}; {decay} to "
                              f"{self.tc.min_lr:g}")
@@ -231,7 +229,7 @@ class Trainer(Checkpointing):
         planner = self.planner
         if not (self.schedule.budgeted and planner.timed):
             return
-        train_seconds = time.monotonic() - self.started - self.validation_seconds
+        train_seconds = time.monotonic() - self.started - planner.valid_seconds  # this process's
         planner.observe(self.step, train_seconds)
         if planner.due(self.step, self.tc.log_every):
             estimate = planner.estimate(self.step, train_seconds, self._elapsed())
@@ -280,8 +278,7 @@ class Trainer(Checkpointing):
             self.display.log(valid_line(st.step, valid, st.best, metric, memory))
         seconds = time.monotonic() - start
         self.paused += seconds
-        self.validation_seconds += seconds
-        self.planner.note_validation(seconds)
+        self.planner.note_validation(seconds)  # kept out of the budget's seconds per update
         return stop
 
     def _score_average(self, trained: dict[str, Any]) -> dict[str, Any]:
@@ -396,12 +393,8 @@ class Trainer(Checkpointing):
         self._reset_log_counters()
 
     def _total_updates(self) -> int | None:
-        tc = self.tc
-        if tc.max_steps:
-            return tc.max_steps
-        if tc.max_epochs:
-            return math.ceil(len(self.sampler) / tc.update_freq) * tc.max_epochs
-        return None
+        """The progress bar's target: max_steps, else the updates of max_epochs, else none."""
+        return self.tc.max_steps or self._epoch_updates()
 
     def _time_is_up(self) -> bool:
         if not self.tc.max_time:

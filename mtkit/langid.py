@@ -28,7 +28,7 @@ from typing import Any
 from mtkit.decode.segment import clean_line
 from mtkit.errors import ConfigError
 
-NEEDS = ("language detection needs py3langid: pip install 'mtkit[serve]' "
+NEEDS = ("language detection needs py3langid, a dependency of mtkit: reinstall mtkit "
          "(or pip install 'py3langid>=0.4,<0.5')")
 
 

@@ -15,7 +15,7 @@ from typing import IO, TypeVar
 from mtkit.errors import DataError, OutputClosed
 
 
-def _open_binary(path: str | Path) -> IO[bytes]:
+def open_binary(path: str | Path) -> IO[bytes]:
     p = str(path)
     if p == "-":
         return sys.stdin.buffer
@@ -31,7 +31,7 @@ def _open_binary(path: str | Path) -> IO[bytes]:
 
 def read_bytes(path: str | Path) -> bytes:
     """The whole of ``path`` ('-' for stdin; .gz decompressed) as bytes, for a document read whole."""
-    f = _open_binary(path)
+    f = open_binary(path)
     try:
         return f.read()
     except (OSError, EOFError) as exc:  # a truncated or corrupt .gz among them
@@ -45,7 +45,7 @@ def read_lines(path: str | Path, strict: bool = True,
     """Yield lines without their newline. Strict: invalid UTF-8 raises DataError naming file:line.
     Lenient: undecodable bytes become U+FFFD and `on_invalid(line_number)` is called."""
     name = "<stdin>" if str(path) == "-" else str(path)
-    f = _open_binary(path)
+    f = open_binary(path)
     try:
         for lineno, raw in enumerate(_iter_raw(f, name), start=1):
             try:
@@ -87,7 +87,7 @@ def scan_lines(path: str | Path, check_utf8: bool = True) -> int:
     Lets a stage reject a bad corpus before spending minutes on it; the error names file:line
     exactly as `read_lines` would."""
     name = "<stdin>" if str(path) == "-" else str(path)
-    f = _open_binary(path)
+    f = open_binary(path)
     lines_before, carry = 0, b""
     try:
         while True:

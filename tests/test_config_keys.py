@@ -49,8 +49,12 @@ FIELDS = {f"{s}.{f.name}": f for s, cls in SECTIONS.items() for f in dataclasses
 
 #: keys that feed no computation: they only name things (meta.json, reports, export manifests)
 INFORMATIONAL = {
-    "data.src_lang": "language code: meta.json, reports, the Argos package's metadata",
-    "data.tgt_lang": "language code: meta.json, reports, the Argos package's metadata",
+    "data.src_lang": "language code: meta.json, reports, the Argos package's metadata; what the cleaning "
+                     "filters expect (the clean.* cases set it)",
+    "data.tgt_lang": "language code: meta.json, reports, the Argos package's metadata; what the cleaning "
+                     "filters expect (the clean.* cases set it)",
+    "clean.examples": "how many dropped pairs the cleaning report shows per reason",
+    "clean.workers": "processes only: the same pairs with any number of them (tests/test_cleaning.py)",
 }
 
 TINY_T = {"model.arch": "transformer", "model.d_model": 16, "model.heads": 2, "model.d_ff": 32,
@@ -104,6 +108,38 @@ def dec(value: Any) -> list[Case]:
     return [Case("search", value)]
 
 
+# a prepare whose training pairs are cleaned: NOISY's pairs, each caught by one rule, and clean ones
+NOISY_TRAIN = {"data.train_src": "{corpus}/noisy.src", "data.train_tgt": "{corpus}/noisy.tgt",
+               "data.src_lang": "en", "data.tgt_lang": "de"}
+NOISY = [
+    ("Open the file in the editor.", "Öffnen Sie die Datei im Editor."),
+    ("Open the file in the editor.", "Öffnen Sie die Datei im Editor."),  # duplicate
+    ("Save the document before closing.", "Speichern Sie das Dokument vor dem Schließen."),
+    ("Save the document before closing.", "Sichern Sie das Dokument vor dem Beenden."),  # same source
+    ("Print the current page.", "Print the current page."),  # copy
+    ("Print the current pages now.", "Print the current page now."),  # near copy
+    ("The window is closed.", "Ã–ffnen Sie das Fenster."),  # mojibake
+    ("Close the window.", "Закройте окно."),  # another script
+    ("Delete the selected rows from the table.", "Borre las filas seleccionadas de la tabla."),  # Spanish
+    ("<b>Bold</b> text is shown.", "Fetter Text wird angezeigt."),  # markup on one side
+    ("Cannot open %s.", "Kann nicht geöffnet werden."),  # a placeholder lost
+    ("See https://example.org for details.", "Siehe https://beispiel.org für Details."),  # another URL
+    ("Insert 25 rows.", "Fügen Sie 52 Zeilen ein."),  # other numbers
+    ("This option sets the width of the column in the table.", "Diese Option legt die Breite der"),  # cut
+    ("A long sentence about the settings of the printer and the paper size of each page.",
+     "Ein Satz über den Drucker."),  # too short for its source
+    ("Yes.", "Ja, das ist eine sehr lange Antwort auf eine sehr kurze Frage, die niemand gestellt hat."),
+    ("The printer is ready.", "Der Drucker ist bereit."),
+    ("Select a color for the background.", "Wählen Sie eine Farbe für den Hintergrund."),
+    ("The network connection was lost.", "Die Netzwerkverbindung wurde unterbrochen."),
+    ("Enter your password to continue.", "Geben Sie Ihr Passwort ein, um fortzufahren."),
+]
+
+
+def cleaned(value: Any, expect: Literal["effect", "refused", "stops"] = "effect", **base: Any) -> list[Case]:
+    return [Case("prepare", value, {**NOISY_TRAIN, "clean.enabled": True, **base}, expect=expect)]
+
+
 # a multilingual prepare: two corpora of unequal size (40 and 6 pairs), so the temperature tells
 CORPUS_XY = {"train_src": "{corpus}/train.src", "train_tgt": "{corpus}/train.tgt", "src_lang": "xx",
              "tgt_lang": "yy", "dev_src": "{corpus}/dev.src", "dev_tgt": "{corpus}/dev.tgt"}
@@ -132,6 +168,30 @@ CASES: dict[str, list[Case]] = {
     "data.temperature": [Case("prepare", 1.0, {"data.corpora": [CORPUS_XY, CORPUS_XZ], **NO_PAIR})],
     "data.language_tag": [Case("prepare", "decoder", {"data.corpora": [CORPUS_XY, CORPUS_XZ], **NO_PAIR})],
     "data.markup_augmentation": prep(0.5),  # placeholders and tags in half the training pairs
+    # several training corpora of one pair, read and cleaned (mtkit.data.cleaning)
+    "data.sources": [Case("prepare", [{"src": "{corpus}/noisy.src", "tgt": "{corpus}/noisy.tgt"}],
+                          also={"data.train_src": "", "data.train_tgt": ""})],
+    # cleaning in prepare: a corpus with one pair of each kind of noise (NOISY) and clean pairs
+    "clean.enabled": prep(True, **NOISY_TRAIN),
+    "clean.dedup": cleaned(False),
+    "clean.dedup_source": cleaned(True),
+    "clean.length_ratio": cleaned(0.0),
+    "clean.copies": cleaned(False, **{"clean.langid": False}),  # else the identifier drops the English
+    "clean.copy_similarity": cleaned(1.0, **{"clean.langid": False}),  # a near copy, not identical
+    "clean.charset": cleaned(False),
+    "clean.script": cleaned(False, **{"clean.langid": False}),  # else the identifier drops the Russian
+    "clean.script_min_share": cleaned(0.0, **{"clean.langid": False}),
+    "clean.langid": cleaned(False),
+    "clean.langid_min_prob": cleaned(0.0),
+    "clean.langid_candidates": cleaned([]),  # among en and de alone, the Spanish line passes as German
+    "clean.markup": cleaned(False),
+    "clean.placeholders": cleaned(False),
+    "clean.urls": cleaned(True),
+    "clean.numbers": cleaned(True),
+    "clean.truncation": cleaned(False),
+    "clean.truncation_ratio": cleaned(0.0),
+    "clean.score_min": cleaned(0.5, expect="refused"),  # for `mtkit clean --score-models` only
+    "clean.score_keep": cleaned(0.5, expect="refused"),
     "bpe.joint": prep(False),
     "bpe.vocab_size": prep(40),
     "bpe.character_coverage": prep(0.99),  # the five rare characters: < 1 %
@@ -481,6 +541,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Env:
              "other.txt": [" zeta xi rho tau" * (i % 3 + 1) for i in range(30)]}  # for a given BPE model
     for i, word in enumerate(RARE):  # characters too rare for character_coverage 0.99
         texts["train.src"][i] = f"{word} {texts['train.src'][i]}"
+    texts["noisy.src"], texts["noisy.tgt"] = ([pair[side] for pair in NOISY] for side in (0, 1))
     for name, lines in texts.items():
         (corpus / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
     train_bpe([str(corpus / "other.txt")], str(corpus / "given"), vocab_size=30)

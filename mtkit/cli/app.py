@@ -12,6 +12,7 @@ import typer
 
 from mtkit import __version__
 from mtkit.cli.bpe import bpe_app
+from mtkit.cli.clean import clean_command
 from mtkit.cli.interop import export_command, import_hf_command
 from mtkit.cli.serve import serve_command
 from mtkit.cli.translate import translate_command
@@ -45,6 +46,9 @@ def _root(
     debug: bool = typer.Option(False, "--debug", help="Show full tracebacks on errors."),
 ) -> None:
     _DEBUG["on"] = debug
+
+
+app.command("clean")(clean_command)  # `mtkit clean`: options in mtkit/cli/clean.py
 
 
 # ------------------------------------------------------------------------------------------- prepare

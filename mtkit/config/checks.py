@@ -72,6 +72,10 @@ def coerce(value: Any, tp: Any, name: str) -> Any:
         if not isinstance(value, (list, tuple)):
             raise ConfigError(f"{name}: expected a list, got {value!r}")
         return [coerce(v, item, f"{name}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:  # a mapping checked by its user (data.sources[].clean: keys of the clean section)
+        if not isinstance(value, dict):
+            raise ConfigError(f"{name}: expected a mapping of keys, got {value!r}")
+        return dict(value)
     if dataclasses.is_dataclass(tp):  # an item of a list of mappings (data.corpora)
         if not isinstance(value, dict):
             raise ConfigError(f"{name}: expected a mapping of keys, got {value!r}")

@@ -46,6 +46,20 @@ class CorpusConfig:
 
 
 @dataclass
+class SourceConfig:
+    """One training corpus of data.sources: a TSV or TMX file (``path``) or a Moses pair (src, tgt)."""
+
+    path: str = ""
+    src: str = ""
+    tgt: str = ""
+    src_column: str = ""
+    tgt_column: str = ""
+    quoting: Literal["csv", "none"] = "csv"
+    weight: float = 1.0
+    clean: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class DataConfig:
     """Where the raw parallel text is and how `mtkit prepare` filters it."""
 
@@ -62,6 +76,14 @@ class DataConfig:
     min_len: int = _f(1, "Drop training pairs with fewer subword tokens than this on either side.", 0)
     max_len_ratio: float = _f(
         3.0, "Drop training pairs whose token-length ratio (longer/shorter) exceeds this; 0 disables.", 0
+    )
+    sources: list[SourceConfig] = _f(
+        [], "Training corpora, instead of train_src / train_tgt: a list of mappings, each a TSV or TMX "
+        "file (path; .gz too; src_column and tgt_column: a 1-based number or a header name, default 1 "
+        "and 2; quoting: csv or none) or a Moses pair (src, tgt), with weight (default 1: its kept pairs "
+        "are used weight times, a fraction as a seeded sample) and clean (keys of the clean section for "
+        "this corpus alone). Their pairs in src_lang / tgt_lang are read, cleaned when clean.enabled, "
+        "and joined (docs/cleaning.md)."
     )
     filter_dev: bool = _f(
         False, "Apply the filters to dev/test too (normally they are kept whole, empty lines included, so "
@@ -118,4 +140,4 @@ class BpeConfig:
 
 config_field = _f  # for mtkit.config.experiment
 
-__all__ = ["BpeConfig", "CorpusConfig", "DataConfig", "config_field"]
+__all__ = ["BpeConfig", "CorpusConfig", "DataConfig", "SourceConfig", "config_field"]

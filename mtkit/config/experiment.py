@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mtkit.config.checks import Condition, Not, check_applicable, coerce, suggest
-from mtkit.config.data_sections import BpeConfig, DataConfig
+from mtkit.config.clean_section import CleanConfig
+from mtkit.config.data_sections import BpeConfig, DataConfig, SourceConfig
 from mtkit.config.data_sections import config_field as _f
 from mtkit.errors import ConfigError
 
@@ -270,6 +271,7 @@ class Config:
     """A whole experiment."""
 
     data: DataConfig = field(default_factory=DataConfig)
+    clean: CleanConfig = field(default_factory=CleanConfig)
     bpe: BpeConfig = field(default_factory=BpeConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     training: TrainingConfig = field(default_factory=TrainingConfig)
@@ -324,6 +326,15 @@ def _check_consistency(cfg: Config) -> None:
         from mtkit.data.corpora import check_corpora
 
         check_corpora(cfg.data)
+    for n, source in enumerate(cfg.data.sources):
+        source_clean(cfg, source, f"data.sources[{n}]")
+
+
+def source_clean(cfg: Config, source: SourceConfig, where: str = "data.sources") -> CleanConfig:
+    """The clean settings of one corpus of data.sources: the clean section with the corpus's own
+    ``clean`` keys over it, each checked as a key of the clean section is."""
+    given = _build_section(CleanConfig, source.clean, f"{where}.clean")
+    return dataclasses.replace(cfg.clean, **{key: getattr(given, key) for key in source.clean})
 
 
 def from_dict(raw: dict[str, Any] | None, stored: bool = False) -> Config:

@@ -18,6 +18,7 @@ fingerprint (bpe.fingerprint), so changing only a filter setting re-encodes with
 from __future__ import annotations
 
 import bisect
+import contextlib
 import dataclasses
 import hashlib
 import itertools
@@ -36,6 +37,7 @@ from rich.progress import Progress
 from mtkit import __version__
 from mtkit.config.experiment import CONFIG_FILE, BpeConfig, Config, DataConfig, save_config
 from mtkit.data.bpe import Bpe, train_bpe
+from mtkit.data.cleaning import CLEAN_REPORT, clean_training, training_corpora
 from mtkit.data.corpora import bpe_sample, languages, split_tags, tag, write_tagged
 from mtkit.data.markup_augment import write_augmented
 from mtkit.data.meta import META_FILE, DataMeta, read_meta, write_meta
@@ -68,6 +70,9 @@ def prepare(cfg: Config, force: bool = False, console: Console | None = None) ->
         if cfg.data.markup_augmentation:
             raise ConfigError("data.markup_augmentation applies to one pair of files (data.train_src, "
                               "data.train_tgt), not to data.corpora: remove one of them")
+        if cfg.clean.enabled or cfg.data.sources:
+            raise ConfigError("clean.enabled and data.sources are for one language pair, not data.corpora: "
+                              "clean each corpus with `mtkit clean` first (docs/cleaning.md)")
         corpora = cfg.data.corpora  # checked when the config was loaded (mtkit.data.corpora.check_corpora)
         inputs = [SplitInput(s, *f) for c in corpora for s in SPLITS
                   if (f := (getattr(c, f"{s}_src"), getattr(c, f"{s}_tgt")))[0]]
@@ -86,19 +91,33 @@ def prepare(cfg: Config, force: bool = False, console: Console | None = None) ->
                                                                                 str(mix.tgt)))
     splits = input_splits(cfg.data)
     bpe_plan(cfg, splits[0])  # config mistakes surface before any work
-    fp = fingerprint(cfg, splits)
+    corpora = training_corpora(cfg)  # data.sources, or the train files when clean.enabled; else []
+    fp = fingerprint(cfg, splits, [p for c in corpora for p in c.spec.paths])
     if not force and is_up_to_date(Path(cfg.data.dir), fp):
         return _up_to_date(console, Path(cfg.data.dir))
-    if cfg.data.markup_augmentation > 0:  # BPE and the shards read the training pairs with markup added
-        for s in splits:
-            s.lines = check_pair(s)  # the user's files are checked (and named) before they are rewritten
-        Path(cfg.data.dir).parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=".augmented-", dir=Path(cfg.data.dir).parent) as tmp:
-            src, tgt = write_augmented(splits[0].src, splits[0].tgt, Path(tmp), cfg.data.markup_augmentation,
-                                       cfg.training.seed)
-            train = SplitInput("train", str(src), str(tgt))
-            return _prepare(cfg, [train, *splits[1:]], fp, force, console, {})
-    return _prepare(cfg, splits, fp, force, console, {})
+    Path(cfg.data.dir).parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        def scratch(prefix: str) -> Path:
+            return Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=prefix,
+                                                                        dir=Path(cfg.data.dir).parent)))
+        extra: dict[str, Path] = {}
+        for s in splits[1:]:
+            s.lines = check_pair(s)  # dev and test are named before the training corpora are read
+        if corpora:  # the training pairs are read from data.sources and cleaned (docs/cleaning.md)
+            tmp = scratch(".cleaned-")
+            splits[0] = SplitInput("train", str(tmp / "train.src"), str(tmp / "train.tgt"))
+            report = clean_training(corpora, cfg.clean.workers, Path(splits[0].src), Path(splits[0].tgt),
+                                    tmp / CLEAN_REPORT, console)
+            if report.written == 0:
+                raise DataError(f"cleaning kept no training pair of {len(corpora)} corpora: see the "
+                                f"reasons above ({cfg.data.dir} is unchanged)")
+            extra[CLEAN_REPORT] = tmp / CLEAN_REPORT
+        if cfg.data.markup_augmentation > 0:  # BPE and the shards read the training pairs with markup added
+            splits[0].lines = check_pair(splits[0])  # the user's files are checked before they are rewritten
+            src, tgt = write_augmented(splits[0].src, splits[0].tgt, scratch(".augmented-"),
+                                       cfg.data.markup_augmentation, cfg.training.seed)
+            splits[0] = SplitInput("train", str(src), str(tgt))
+        return _prepare(cfg, splits, fp, force, console, {}, extra_files=extra)
 
 
 def _up_to_date(console: Console, out: Path) -> DataMeta:
@@ -107,10 +126,12 @@ def _up_to_date(console: Console, out: Path) -> DataMeta:
 
 
 def _prepare(cfg: Config, splits: list[SplitInput], fp: str, force: bool, console: Console,
-             langs: dict[str, Any], bpe_train: SplitInput | None = None) -> DataMeta:
+             langs: dict[str, Any], bpe_train: SplitInput | None = None,
+             extra_files: dict[str, Path] | None = None) -> DataMeta:
     """Check, BPE, encode and write; ``langs``: the languages of a multilingual model ({} otherwise),
     whose training corpora's kept pairs are added to it; ``bpe_train``: BPE's text, if not the
-    training split's."""
+    training split's; ``extra_files``: copied into the data directory under their names (the cleaning
+    report)."""
     bpe_train = bpe_train or splits[0]
     out = Path(cfg.data.dir)
     started = time.perf_counter()
@@ -124,7 +145,8 @@ def _prepare(cfg: Config, splits: list[SplitInput], fp: str, force: bool, consol
     tags = [tag(lang) for lang in langs.get("tgt", [])]
     on_target = langs.get("tag") == "decoder"  # the tags are target subwords (data.language_tag)
     # built beside data.dir and moved in on success: a failure never damages a good data directory
-    with staged_directory(out, seed=reusable, stale=shards, last=META_FILE) as stage:
+    stale = [*shards, CLEAN_REPORT]  # a report of an earlier cleaning goes unless this one writes one
+    with staged_directory(out, seed=reusable, stale=stale, last=META_FILE) as stage:
         bpe_started = time.perf_counter()
         (src_name, src_bpe), (tgt_name, tgt_bpe) = prepare_bpe(cfg, bpe_train, stage, console, retrain=force,
                                                                symbols=tags, symbols_on_target=on_target)
@@ -148,6 +170,8 @@ def _prepare(cfg: Config, splits: list[SplitInput], fp: str, force: bool, consol
                                 f"data.max_len, data.min_len and data.max_len_ratio ({out} is unchanged)")
 
         save_config(cfg, stage / CONFIG_FILE)
+        for name, path in (extra_files or {}).items():
+            shutil.copyfile(path, stage / name)
         meta = DataMeta(src_vocab_size=len(src_bpe), tgt_vocab_size=len(tgt_bpe), src_bpe=src_name,
                         tgt_bpe=tgt_name, joint=cfg.bpe.joint, shared_ids=_parent_shared_ids(cfg.bpe),
                         dtype=dtype.name, src_lang=cfg.data.src_lang,
@@ -160,9 +184,15 @@ def _prepare(cfg: Config, splits: list[SplitInput], fp: str, force: bool, consol
 
 # ------------------------------------------------------------------------------------ inputs, checks
 def input_splits(data: DataConfig) -> list[SplitInput]:
-    """The configured (split, src, tgt) triples; train and dev are required, test is optional."""
+    """The configured (split, src, tgt) triples; train and dev are required, test is optional. With
+    data.sources, the training split stands for them (its files are written by the cleaner)."""
     splits = []
-    for name in SPLITS:
+    if data.sources:
+        if data.train_src or data.train_tgt:
+            raise ConfigError("data.sources replaces data.train_src / data.train_tgt: give the training "
+                              "files in one of them")
+        splits.append(SplitInput("train", "", ""))
+    for name in SPLITS[1:] if data.sources else SPLITS:
         src, tgt = getattr(data, f"{name}_src"), getattr(data, f"{name}_tgt")
         if not src and not tgt:
             if name == "test":
@@ -244,9 +274,10 @@ def _parent_shared_ids(b: BpeConfig) -> bool:
     return directory is not None and (directory / META_FILE).is_file() and read_meta(directory).shared_ids
 
 
-def fingerprint(cfg: Config, splits: list[SplitInput]) -> str:
+def fingerprint(cfg: Config, splits: list[SplitInput], cleaned: list[str] | None = None) -> str:
     """Hash of what the outputs depend on: data/bpe settings (not data.dir: a moved data dir stays valid),
-    every input file's resolved path, size and mtime, and any reused BPE model."""
+    every input file's resolved path, size and mtime, and any reused BPE model; with ``cleaned`` (the
+    training corpora that are cleaned), those files and the clean settings too."""
     data = {k: v for k, v in dataclasses.asdict(cfg.data).items() if k != "dir"}
     if data["corpora"]:  # since the shards hold each pair once and epochs draw the repetitions
         data["draws"] = "per epoch"
@@ -254,10 +285,16 @@ def fingerprint(cfg: Config, splits: list[SplitInput]) -> str:
         del data["language_tag"]
     if data.pop("markup_augmentation"):  # the same; with it, its draws
         data.update(markup_augmentation=cfg.data.markup_augmentation, markup_seed=cfg.training.seed)
-    files = [_file_id(p) for s in splits for p in (s.src, s.tgt)]
+    files = [_file_id(p) for s in splits for p in (s.src, s.tgt) if p]  # data.sources: no train files
     models = [_file_id(m) for m in _given_models(cfg)]
-    return _digest({"version": PREPARE_VERSION, "data": data, "bpe": dataclasses.asdict(cfg.bpe),
-                    "files": files, "models": models})
+    if not data["sources"]:  # a data dir prepared before the key stays valid
+        del data["sources"]
+    payload = {"version": PREPARE_VERSION, "data": data, "bpe": dataclasses.asdict(cfg.bpe), "files": files,
+               "models": models}
+    if cleaned:
+        payload["cleaning"] = {"clean": dataclasses.asdict(cfg.clean),
+                               "files": [_file_id(p) for p in cleaned]}
+    return _digest(payload)
 
 
 def _shard_files(split: str) -> list[str]:

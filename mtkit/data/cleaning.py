@@ -6,13 +6,15 @@ The road of one pair, cheapest first:
 1. read from its corpus (a Moses pair, a TSV or a TMX file), with the file and line it came from;
 2. with ``--shard K/N``, kept only by the shard its normalised source hashes to, so that every copy of
    a sentence meets the others in one shard and the shards' outputs together are the whole run's;
-3. an empty side: dropped ("empty"); then a duplicate of an earlier pair (its normalised source and
-   target), or of an earlier source (``clean.dedup_source``): dropped. The hashes seen so far are kept as
-   sorted numpy runs of 8-byte hashes (16 bytes a pair with both keys), so memory grows by bytes, not
-   by Python objects, with the corpus;
+3. an empty side: dropped ("empty"); a copy of a pair already kept (its normalised source and target),
+   or of a kept pair's source (``clean.dedup_source``): dropped ("duplicate") without more work;
 4. the rules of its corpus (`PairRules`), in worker processes, a chunk of pairs at a time, at most a
    few chunks in flight so that reading never runs ahead of the workers;
-5. kept: written, ``weight`` times (a fraction of a time: the pairs whose hash falls below it).
+5. passed the rules: dropped if a kept pair has it (a copy that was in flight with its original), else
+   kept and remembered. Only kept pairs are remembered, so a pair one corpus's rules drop is still kept
+   from a corpus whose rules keep it. The hashes are kept as sorted numpy runs of 8-byte hashes (16
+   bytes a pair with both keys), so memory grows by bytes, not by Python objects, with the corpus;
+6. kept: written, ``weight`` times (a fraction of a time: the pairs whose hash falls below it).
 
 Every decision is a function of the pair, its corpus and the pairs before it in the input: the same
 input gives the same output with any number of workers.
@@ -110,6 +112,14 @@ class SeenHashes:
     def __len__(self) -> int:
         return sum(len(r) for r in self.runs)
 
+    def contains(self, hashes: np.ndarray) -> np.ndarray:
+        """For each hash of ``hashes``, whether the set holds it (nothing is added)."""
+        found = np.zeros(len(hashes), dtype=bool)
+        for run in self.runs:
+            at = np.minimum(np.searchsorted(run, hashes), len(run) - 1)
+            found |= run[at] == hashes
+        return found
+
     def first_seen(self, hashes: np.ndarray) -> np.ndarray:
         """For each hash of ``hashes`` (in order), whether it is new: not in the set and not earlier in
         ``hashes``; the new ones are added."""
@@ -175,7 +185,8 @@ class _Pending:
     corpus: int
     pairs: list[Pair]
     reasons: list[str | None]  # the main process's verdicts; None: ask the rules
-    hashes: list[int]
+    hashes: list[int]  # of the normalised pair
+    source_hashes: list[int]
 
 
 class Cleaner:
@@ -252,26 +263,49 @@ class Cleaner:
         for i, p in enumerate(pairs):
             if reasons[i] is None and (not p.src.strip() or not p.tgt.strip()):
                 reasons[i] = "empty"
-        live = [i for i, r in enumerate(reasons) if r is None]
-        if clean.dedup and live:
-            new = self.pairs_seen.first_seen(np.array([pair_hashes[i] for i in live], dtype=np.uint64))
-            for i, fresh in zip(live, new.tolist(), strict=True):
-                reasons[i] = None if fresh else "duplicate"
-            live = [i for i in live if reasons[i] is None]
-        if clean.dedup_source and live:
-            new = self.sources_seen.first_seen(np.array([source_hashes[i] for i in live], dtype=np.uint64))
-            for i, fresh in zip(live, new.tolist(), strict=True):
-                reasons[i] = None if fresh else "duplicate_source"
-        return _Pending(index, pairs, reasons, pair_hashes)
+        # a copy of a pair (or source) already kept needs no rules: "duplicate" now; copies of pairs
+        # still in flight are judged and deduplicated in order when their verdicts come (_finish)
+        for on, seen, hashes, reason in ((clean.dedup, self.pairs_seen, pair_hashes, "duplicate"),
+                                         (clean.dedup_source, self.sources_seen, source_hashes,
+                                          "duplicate_source")):
+            live = [i for i, r in enumerate(reasons) if r is None]
+            if on and live:
+                found = seen.contains(np.array([hashes[i] for i in live], dtype=np.uint64))
+                for i, known in zip(live, found.tolist(), strict=True):
+                    if known:
+                        reasons[i] = reason
+        return _Pending(index, pairs, reasons, pair_hashes, source_hashes)
+
+    def _deduplicate(self, chunk: _Pending, reasons: list[str | None]) -> None:
+        """Of the pairs the rules kept, in input order, drop those whose pair (or, with
+        clean.dedup_source, source) a kept pair already has; the kept ones are remembered. Only kept
+        pairs count: a pair dropped by its corpus's rules does not take its copy in another corpus,
+        whose rules may keep it."""
+        clean = self.corpora[chunk.corpus].clean
+        for on, seen, hashes, reason in ((clean.dedup, self.pairs_seen, chunk.hashes, "duplicate"),
+                                         (clean.dedup_source, self.sources_seen, chunk.source_hashes,
+                                          "duplicate_source")):
+            live = [i for i, r in enumerate(reasons) if r is None]
+            if on and live:
+                new = seen.first_seen(np.array([hashes[i] for i in live], dtype=np.uint64))
+                for i, fresh in zip(live, new.tolist(), strict=True):
+                    if not fresh:
+                        reasons[i] = reason
+        if not clean.dedup or not clean.dedup_source:  # what a later corpus that deduplicates must see
+            kept = [i for i, r in enumerate(reasons) if r is None]
+            for on, seen, hashes in ((clean.dedup, self.pairs_seen, chunk.hashes),
+                                     (clean.dedup_source, self.sources_seen, chunk.source_hashes)):
+                if not on and kept:
+                    seen.first_seen(np.array([hashes[i] for i in kept], dtype=np.uint64))
 
     def _finish(self, chunk: _Pending, judged: list[str | None], write: Callable[[str, str], None]) -> None:
         corpus = self.corpora[chunk.corpus]
         record = self.report.corpora[chunk.corpus]
         verdicts = iter(judged)
+        reasons = [r if r is not None else next(verdicts) for r in chunk.reasons]
+        self._deduplicate(chunk, reasons)
         whole, part = divmod(corpus.weight, 1.0)
-        for pair, reason, h in zip(chunk.pairs, chunk.reasons, chunk.hashes, strict=True):
-            if reason is None:
-                reason = next(verdicts)
+        for pair, reason, h in zip(chunk.pairs, reasons, chunk.hashes, strict=True):
             self.report.read += 1
             record["read"] += 1
             if self.decisions is not None:
@@ -281,7 +315,7 @@ class Cleaner:
             self.report.in_shard += 1
             if reason is not None:
                 self.report.dropped[reason] += 1
-                shown = self.report.examples.setdefault(reason, [])
+                shown = self.report.examples.setdefault(reason, []) if self.examples else []
                 if len(shown) < self.examples:
                     shown.append({"where": f"{corpus.spec.paths[0]}:{pair.line}", "src": pair.src,
                                   "tgt": pair.tgt})

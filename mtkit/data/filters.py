@@ -21,6 +21,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from mtkit.config.clean_section import CleanConfig
 from mtkit.errors import ConfigError
@@ -205,6 +206,23 @@ def length_ratio(src: str, tgt: str) -> float:
     return max(a, b) / min(a, b)
 
 
+@functools.lru_cache(maxsize=8)
+def _restricted_model(wanted: tuple[str, ...]) -> Any:
+    """py3langid's model over the languages of ``wanted`` it knows, loaded once per process for each
+    candidate list (a load takes about 0.6 s; corpora of one language pair share it)."""
+    try:
+        from py3langid.langid import MODEL_FILE
+        from py3langid.langid import LanguageIdentifier as Model
+    except ImportError:
+        from mtkit.langid import NEEDS
+
+        raise ConfigError(f"clean.langid: {NEEDS}") from None
+    model = Model.from_model_file(MODEL_FILE, norm_probs=True)
+    known = set(model.nb_classes)
+    model.set_languages([lang for lang in wanted if lang in known])
+    return model
+
+
 class LanguageCheck:
     """Is a text in the language it should be? py3langid's probabilities over the candidate languages
     only (the corpus's two and ``clean.langid_candidates``): a text is refused when its language gets
@@ -215,18 +233,9 @@ class LanguageCheck:
     candidates (which also makes it faster), not the one `mtkit.langid` shares with the server."""
 
     def __init__(self, clean: CleanConfig, languages: Sequence[str]) -> None:
-        try:
-            from py3langid.langid import MODEL_FILE
-            from py3langid.langid import LanguageIdentifier as Model
-        except ImportError:
-            from mtkit.langid import NEEDS
-
-            raise ConfigError(f"clean.langid: {NEEDS}") from None
-        self.model = Model.from_model_file(MODEL_FILE, norm_probs=True)
-        known = set(self.model.nb_classes)
         wanted = [primary(lang) for lang in languages] + list(clean.langid_candidates)
-        self.among = [lang for lang in dict.fromkeys(wanted) if lang in known]
-        self.model.set_languages(self.among)
+        self.model = _restricted_model(tuple(dict.fromkeys(wanted)))
+        self.among = list(self.model.nb_classes)
         self.min_prob = clean.langid_min_prob
 
     def knows(self, language: str) -> bool:

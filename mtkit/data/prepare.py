@@ -292,7 +292,8 @@ def fingerprint(cfg: Config, splits: list[SplitInput], cleaned: list[str] | None
     payload = {"version": PREPARE_VERSION, "data": data, "bpe": dataclasses.asdict(cfg.bpe), "files": files,
                "models": models}
     if cleaned:
-        payload["cleaning"] = {"clean": dataclasses.asdict(cfg.clean),
+        settings = {k: v for k, v in dataclasses.asdict(cfg.clean).items() if k != "workers"}  # no effect
+        payload["cleaning"] = {"clean": settings,
                                "files": [_file_id(p) for p in cleaned]}
     return _digest(payload)
 

@@ -160,6 +160,38 @@ def evaluate(labels: list[str], verdicts: list[str]) -> dict[str, Any]:
     }
 
 
+def score_sweep(out: Path, labels: list[str], verdicts: list[str], models: list[str]) -> dict[str, Any]:
+    """The dual conditional cross-entropy of every pair the rules kept (the library functions `mtkit
+    clean --score-models` runs), and what dropping the worst 1-15% of them (clean.score_keep) would
+    add: each kind's recall and the clean pairs lost, as the rules and the score together."""
+    import numpy as np
+
+    from mtkit.decode.forced import ForcedScorer, dual_conditional_cross_entropy
+
+    kept = [i for i, v in enumerate(verdicts) if v == "keep"]
+    src = (out / "cleaned.en").read_text(encoding="utf-8").split("\n")[:-1]
+    tgt = (out / "cleaned.de").read_text(encoding="utf-8").split("\n")[:-1]
+    assert len(src) == len(kept)
+    started = time.perf_counter()
+    fwd, bwd = ForcedScorer(models[0]), ForcedScorer(models[1])
+    scores = np.array([s for at in range(0, len(src), 20_000)
+                       for s in dual_conditional_cross_entropy(fwd, bwd, src[at:at + 20_000],
+                                                               tgt[at:at + 20_000])])
+    seconds = time.perf_counter() - started
+    sweep = {}
+    for keep in (0.99, 0.98, 0.97, 0.95, 0.9, 0.85):
+        threshold = float(np.quantile(scores, 1 - keep))
+        combined = list(verdicts)
+        for i, s in zip(kept, scores.tolist(), strict=True):
+            if s < threshold:
+                combined[i] = "score"
+        result = evaluate(labels, combined)
+        sweep[str(keep)] = {"threshold": round(threshold, 5), "recall": result["recall"],
+                            "clean_dropped": result["clean_dropped"], "precision": result["precision"]}
+    return {"models": models, "pairs_scored": len(src), "seconds": round(seconds, 1),
+            "pairs_per_s": round(len(src) / seconds, 1), "by_score_keep": sweep}
+
+
 def cpu_name() -> str:
     out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
     found = re.search(r"Model name:\s*(.+)", out)
@@ -178,6 +210,9 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], help="clean.KEY=VALUE for mtkit clean.")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "noise")
     ap.add_argument("--no-control", action="store_true", help="Skip the ten-line cleaner.")
+    ap.add_argument("--score-models", nargs=2, metavar=("FWD", "BWD"),
+                    help="Also score the pairs the rules kept by dual conditional cross-entropy with these "
+                         "model directories (en→de, de→en) and sweep the share dropped.")
     args = ap.parse_args()
 
     rng = random.Random(args.seed)
@@ -212,6 +247,8 @@ def main() -> None:
         control = ten_line_cleaner(rows)
         results["ten_line"] = {**evaluate(labels, ["drop" if d else "keep" for d in control]),
                                "seconds": round(time.perf_counter() - started, 1)}
+    if args.score_models:
+        results["score_sweep"] = score_sweep(args.out, labels, verdicts, args.score_models)
     (args.out / "results.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     print(f"\n{results['cpu']}, {len(rows):,} pairs ({args.share:.0%} of the clean count per kind)\n")
     print("| | " + " | ".join(KINDS) + " | clean dropped | precision |")
@@ -224,6 +261,8 @@ def main() -> None:
             print(f"| {name} | " + " | ".join(cells) + tail)
     print("\nprecision by reason:", results["mtkit_clean"]["precision_by_reason"])
     print("clean pairs dropped by reason:", results["mtkit_clean"]["clean_dropped_by_reason"])
+    if "score_sweep" in results:
+        print(json.dumps(results["score_sweep"], indent=1))
 
 
 if __name__ == "__main__":

@@ -65,7 +65,8 @@ def main() -> None:
         sets = [f"data.train_src={Path(src).resolve()}", f"data.train_tgt={Path(tgt).resolve()}",
                 f"data.dev_src={dev_src.resolve()}", f"data.dev_tgt={dev_tgt.resolve()}",
                 f"data.src_lang={sides[0]}", f"data.tgt_lang={sides[1]}", f"data.dir={run / 'data-bin'}",
-                f"training.model_dir={run / 'model'}", f"training.max_steps={args.steps}", "training.max_time=0"]
+                f"training.model_dir={run / 'model'}", f"training.max_steps={args.steps}",
+                "training.max_time=0"]  # a budget in updates: the machine's other work cannot change it
         set_args = [x for s in sets for x in ("--set", s)]
         started = time.perf_counter()
         mtkit("prepare", str(CONFIG), *set_args)

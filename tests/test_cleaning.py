@@ -26,6 +26,7 @@ from mtkit.clean import clean, group_inputs, output_paths
 from mtkit.config.clean_section import CleanConfig
 from mtkit.config.experiment import Config, load_config
 from mtkit.data import cleaning
+from mtkit.data.bpe import Bpe
 from mtkit.data.cleaning import (
     CLEAN_REPORT,
     Cleaner,
@@ -39,6 +40,7 @@ from mtkit.data.cleaning import (
 from mtkit.data.meta import DataMeta
 from mtkit.data.prepare import prepare
 from mtkit.data.readers import CorpusSpec
+from mtkit.data.shards import ParallelData
 from mtkit.errors import ConfigError, DataError
 
 Pairs = list[tuple[str, str]]
@@ -439,6 +441,33 @@ def test_prepare_cleans_the_training_pairs(tmp_path: Path) -> None:
     assert training_corpora(cfg) == []
     assert "up to date" not in log and meta.splits["train"]["input_sentences"] == 25
     assert not (out / CLEAN_REPORT).exists()  # no report of an earlier cleaning left behind
+
+
+def test_prepare_and_mtkit_clean_keep_the_same_pairs(tmp_path: Path) -> None:
+    """Both roads run one cleaner: prepare's training split is what `mtkit clean` writes."""
+    copies = [("Open the settings.", "Open the settings."), ("Restart the computer.", "Neu starten")]
+    train = GOOD[:10] + copies + [GOOD[0], SPANISH] + GOOD[10:]
+    config = experiment(tmp_path, train, clean={"enabled": True})
+    meta, _, cfg = prepared(config)
+    report = clean([cfg.data.train_src, cfg.data.train_tgt], "en", "de", str(tmp_path / "cleaned"),
+                   cfg.clean, console=quiet())
+    prepared_report = json.loads((tmp_path / "data-bin" / CLEAN_REPORT).read_text(encoding="utf-8"))
+    assert prepared_report["dropped"] == report.as_json()["dropped"] and report.kept == 20
+    data = ParallelData(tmp_path / "data-bin", "train")
+    bpe = Bpe(tmp_path / "data-bin" / meta.src_bpe)
+    shards = [bpe.sp.decode(data.src[i].tolist()) for i in range(len(data))]
+    assert shards == lines(tmp_path / "cleaned.en")
+
+
+def test_a_malformed_tmx_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    tmx = tmp_path / "bad.tmx"
+    tmx.write_text('<?xml version="1.0"?>\n<tmx version="1.4"><body>\n'
+                   '<tu><tuv xml:lang="en"><seg>Hi</seg></tuv><tuv xml:lang="de"><seg>Hallo</seg></tuv></tu>\n'
+                   '<tu><tuv xml:lang="en"><seg>x</tuv></tu>\n</body></tmx>\n', encoding="utf-8")
+    result = run_mtkit("clean", "-i", str(tmx), "--src-lang", "en", "--tgt-lang", "de",
+                       "-o", str(tmp_path / "out"))
+    assert_one_error_line(result, "bad.tmx:4", "not well-formed")  # the line of the broken <tu>
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.tmx"]
 
 
 def test_prepare_reads_data_sources(tmp_path: Path) -> None:

@@ -462,7 +462,7 @@ def test_prepare_and_mtkit_clean_keep_the_same_pairs(tmp_path: Path) -> None:
 def test_a_malformed_tmx_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
     tmx = tmp_path / "bad.tmx"
     tmx.write_text('<?xml version="1.0"?>\n<tmx version="1.4"><body>\n'
-                   '<tu><tuv xml:lang="en"><seg>Hi</seg></tuv><tuv xml:lang="de"><seg>Hallo</seg></tuv></tu>\n'
+                   '<tu><tuv xml:lang="en"><seg>Hi</seg></tuv><tuv xml:lang="de"><seg>Hal</seg></tuv></tu>\n'
                    '<tu><tuv xml:lang="en"><seg>x</tuv></tu>\n</body></tmx>\n', encoding="utf-8")
     result = run_mtkit("clean", "-i", str(tmx), "--src-lang", "en", "--tgt-lang", "de",
                        "-o", str(tmp_path / "out"))

@@ -592,3 +592,44 @@ def test_stream_chunks_hand_on_what_has_arrived(tmp_path):
             os.close(w)  # ends a read still waiting
         pool.shutdown(wait=True)
         os.close(r)
+
+
+# ------------------------------------------------------------------------------ files through the API
+SRT = (b"1\r\n00:00:01,000 --> 00:00:02,000\r\nthe house is small .\r\n\r\n"
+       b"2\r\n00:00:03,000 --> 00:00:04,500\r\n<i>where are you going ?</i>\r\n\r\n")
+PO = (b'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\nmsgid "the cat sat on the mat"\n'
+      b'msgstr ""\n\n#, c-format\nmsgid "we like %s and bread"\nmsgstr ""\n')
+
+
+TEXT = b"\xef\xbb\xbfthe house is small .\r\nwe like tea\r\n"
+
+
+@pytest.mark.parametrize(("name", "data"), [("talk.srt", SRT), ("app.po", PO)])
+def test_translate_file_gives_what_the_command_gives(model_dir: Path, tmp_path: Path, name: str,
+                                                     data: bytes) -> None:
+    source = tmp_path / name
+    source.write_bytes(data)
+    result = exact(model_dir).translate_file(source, tmp_path / f"api-{name}")
+    cli = run_cli("-m", str(model_dir), "-i", str(source), "-o", str(tmp_path / f"cli-{name}"),
+                  "--device", "cpu", "--threads", "1", "--precision", "fp32")
+    assert cli.returncode == 0, cli.stderr
+    assert (tmp_path / f"api-{name}").read_bytes() == (tmp_path / f"cli-{name}").read_bytes() == result.data
+    assert result.data != data and result.summary  # translated, with what the command prints
+    assert exact(model_dir).translate_bytes(data, name).data == result.data  # bytes in, bytes out
+
+
+def test_translate_bytes_keeps_a_text_files_bom_and_line_endings(model_dir: Path) -> None:
+    translator = exact(model_dir)
+    result = translator.translate_bytes(TEXT, "notes.txt")
+    lines = translator.translate(["the house is small .", "we like tea"])
+    assert result.data == ("\ufeff" + "".join(f"{line}\r\n" for line in lines)).encode("utf-8")
+
+
+def test_translate_file_never_writes_over_its_input(model_dir: Path, tmp_path: Path) -> None:
+    source = tmp_path / "talk.srt"
+    source.write_bytes(SRT)
+    with pytest.raises(ConfigError, match="being translated"):
+        exact(model_dir).translate_file(source, source)
+    assert source.read_bytes() == SRT
+    with pytest.raises(ConfigError, match="format"):
+        exact(model_dir).translate_bytes(SRT, "talk.srt", format="pdf")

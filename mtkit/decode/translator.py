@@ -27,7 +27,7 @@ import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -50,6 +50,9 @@ from mtkit.device import thread_count
 from mtkit.errors import ConfigError, MtkitError
 from mtkit.options import LoadOptions, SearchOptions
 from mtkit.textio import chunked, warn
+
+if TYPE_CHECKING:
+    from mtkit.formats.documents import DocumentResult
 
 
 def _options_from(kwargs: dict[str, Any], load: LoadOptions | None,
@@ -237,6 +240,34 @@ class Translator:
     def translate(self, lines: list[str]) -> list[str]:
         """Translate a list of lines; returns one string per line, in order."""
         return [t.text for t in self.translate_stream(lines, chunk_size=max(1, len(lines)))]
+
+    def translate_bytes(self, data: bytes, name: str = "document.txt", format: str = "auto",
+                        tgt_lang: str = "", retranslate: bool = False, fuzzy: bool = True) -> DocumentResult:
+        """A document's bytes translated as ``format`` (auto: by ``name``'s extension; any of
+        `mtkit.formats.documents.FORMATS`: text, gettext catalogs, HTML, subtitles, XLIFF, office files,
+        EPUB). Bytes in, bytes out: what is not translated (markup, timings, line endings, the charset,
+        a BOM) comes back as it was. ``retranslate`` and ``fuzzy`` are `mtkit translate`'s for catalogs.
+        Returns the bytes, what was left untranslated (``left``: name:line: why) and a summary."""
+        from mtkit.decode.formats_adapter import search_functions
+        from mtkit.formats.documents import document_format, translate_document
+
+        translator = self.for_target(tgt_lang) if tgt_lang else self
+        return translate_document(data, name, document_format(name, format), tgt_lang or self.meta.tgt_lang,
+                                  *search_functions(translator, name), retranslate, fuzzy)
+
+    def translate_file(self, source: str | Path, target: str | Path, format: str = "auto",
+                       tgt_lang: str = "", retranslate: bool = False, fuzzy: bool = True) -> DocumentResult:
+        """``source`` translated into ``target`` (written whole through a temporary file, only when the
+        translation succeeded; never over ``source``), as `translate_bytes` translates its bytes.
+
+        >>> Translator("model").translate_file("guide.docx", "guide.de.docx")  # doctest: +SKIP"""
+        from mtkit.textio import read_bytes, same_file, write_bytes
+
+        if same_file(source, target):
+            raise ConfigError(f"{target} is the file being translated: choose another output")
+        result = self.translate_bytes(read_bytes(source), str(source), format, tgt_lang, retranslate, fuzzy)
+        write_bytes(target, result.data)
+        return result
 
     def translate_hypotheses(self, lines: list[str], need_attention: bool = False) -> list[Translation]:
         """Like ``translate`` but with scores, subword tokens, n-best lists and (with

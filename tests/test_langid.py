@@ -50,7 +50,7 @@ def test_without_py3langid_one_line_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "py3langid.langid", None)
     with pytest.raises(ConfigError) as caught:
         LanguageIdentifier()
-    assert str(caught.value) == NEEDS and "pip install 'mtkit[serve]'" in NEEDS
+    assert str(caught.value) == NEEDS and "pip install 'py3langid" in NEEDS
 
 
 def test_for_a_server_the_answer_is_what_the_text_is_with_the_identifiers_own_probability(identifier):

@@ -7,6 +7,7 @@ leave nothing on disk; API keys pay by size; --disable-files-translation; expire
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import re
 import sys
@@ -235,7 +236,20 @@ def test_frontend_settings_list_every_supported_extension(client):
     assert settings["filesTranslation"] is True
     listed = settings["supportedFilesFormat"]
     assert {".po", ".pot", ".html", ".htm", ".xhtml"} <= set(listed)
-    assert listed == [s for f in HANDLERS.values() for s in f.suffixes if s in supported_formats()]
+    assert listed == [s for f in HANDLERS.values() for s in f.suffixes]  # every format, none left out
+
+
+def test_a_format_module_that_does_not_load_stops_the_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broken format is an error, not a format quietly missing from the server and its tests."""
+    broken = dataclasses.replace(HANDLERS["srt"], module="mtkit.formats.no_such_module")
+    monkeypatch.setitem(HANDLERS, "srt", broken)
+    supported_formats.cache_clear()  # the list is made once per process
+    try:
+        with pytest.raises(ImportError):
+            supported_formats()
+    finally:
+        monkeypatch.undo()
+        supported_formats.cache_clear()
 
 
 def test_an_api_key_pays_for_a_file_by_its_size(model):

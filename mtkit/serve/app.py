@@ -48,6 +48,7 @@ def create_app(models: ModelSet, settings: ServerSettings, keys: KeyRing | None 
         server: Server = app.state.server
         sweeper = None
         if settings.files:
+            files.supported_formats()  # every format module loads, or the server does not start
             server.files = FileStore(settings.files_keep_minutes * 60)
             sweeper = asyncio.create_task(sweep_files(server.files))
         try:

@@ -91,8 +91,8 @@ def _multipart(body: bytes, content_type: str) -> list[tuple[str, str]]:
             if not isinstance(name, str):
                 continue
             if part.get_filename() is not None:
-                raise HTTPError(400, f"Invalid request: {valid_unicode(name)[:100]} is a file; mtkit "
-                                     "translates text fields (file translation is not supported)")
+                raise HTTPError(400, f"Invalid request: {valid_unicode(name)[:100]} is a file; this "
+                                     "endpoint translates text fields (files go to /translate_file)")
             payload = part.get_payload(decode=True)
             text = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else ""
             pairs.append((name, text))

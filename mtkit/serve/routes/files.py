@@ -43,14 +43,12 @@ router = APIRouter()
 
 @functools.cache
 def supported_formats() -> dict[str, str]:
-    """The extensions the server translates, each with its format: those of mtkit.formats.documents
-    whose module loads here (a format whose library is not installed is not offered)."""
+    """The extensions the server translates, each with its format: every format of
+    mtkit.formats.documents. Each handler is loaded here, so that a format module that fails to import
+    stops the server at start (and the tests) instead of quietly leaving the list."""
     found: dict[str, str] = {}
     for fmt, handler in HANDLERS.items():
-        try:
-            handler.load()
-        except (ImportError, AttributeError):
-            continue
+        handler.load()
         found.update({suffix: fmt for suffix in handler.suffixes})
     return found
 

@@ -158,13 +158,16 @@ def test_a_file_over_the_size_limit_is_413_and_leaves_nothing(client):
 
 
 def test_the_size_limit_is_counted_as_the_body_arrives():
-    """A body without Content-Length that would never end: refused after the limit's worth of chunks."""
+    """A body without Content-Length whose file part would never end: refused after the limit's worth
+    of chunks."""
     received = 0
+    head = b'--b0undary\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\n'
 
     async def receive() -> dict:
         nonlocal received
         received += 1
-        return {"type": "http.request", "body": b"#" * 10_000, "more_body": received < 1000}
+        return {"type": "http.request", "body": head if received == 1 else b"#" * 10_000,
+                "more_body": received < 1000}
 
     scope = {"type": "http", "method": "POST", "path": "/translate_file", "query_string": b"",
              "headers": [(b"content-type", b"multipart/form-data; boundary=b0undary")]}
@@ -172,7 +175,7 @@ def test_the_size_limit_is_counted_as_the_body_arrives():
         asyncio.run(read_upload(Request(scope, receive), 4000))
     assert refused.value.status == 413
     assert refused.value.message == "the file is over the limit of 4,000 bytes"
-    assert received == (4000 + FORM_OVERHEAD) // 10_000 + 1
+    assert received == (4000 + FORM_OVERHEAD) // 10_000 + 2  # the part's head, then the chunks
 
 
 def test_bad_files_and_unknown_extensions_are_one_400_line_and_nothing_on_disk(client):

@@ -13,8 +13,6 @@ API key's cost is the file's size over ``--char-limit``, as in LibreTranslate. F
 from __future__ import annotations
 
 import asyncio
-import email.parser
-import email.policy
 import functools
 import urllib.parse
 from dataclasses import dataclass
@@ -22,6 +20,8 @@ from pathlib import PurePosixPath
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
+from python_multipart.exceptions import MultipartParseError
+from python_multipart.multipart import MultipartParser, parse_options_header
 
 from mtkit.decode.segment import valid_unicode
 from mtkit.errors import MtkitError
@@ -63,66 +63,89 @@ class Upload:
 
 
 async def read_upload(request: Request, max_size: int) -> Upload:
-    """The multipart form, read as it arrives and refused with 413 as soon as it is past ``max_size``
-    bytes of file (and `FORM_OVERHEAD`), or announces it will be."""
+    """The multipart form, parsed as it arrives (python-multipart's streaming parser, what Starlette's
+    own form reader uses) and refused with 413 as soon as it is past ``max_size`` bytes of file (and
+    `FORM_OVERHEAD`), or announces it will be; 400 for a body that is not a multipart form."""
     kind = request.headers.get("content-type", "")
-    if kind.split(";")[0].strip().lower() != "multipart/form-data":
+    mime, options = parse_options_header(kind)
+    if mime.lower() != b"multipart/form-data":
         raise HTTPError(400, "Invalid request: send the file as a multipart/form-data form (field file)")
+    boundary = options.get(b"boundary", b"")
+    if not boundary:
+        raise HTTPError(400, "Invalid request: a multipart body without a boundary")
     too_big = f"the file is over the limit of {max_size:,} bytes"
     limit = max_size + FORM_OVERHEAD
     announced = request.headers.get("content-length", "")
     if announced.isdigit() and int(announced) > limit:
         raise HTTPError(413, f"{too_big} (the request announces {int(announced):,})")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise HTTPError(413, too_big)
-        chunks.append(chunk)
-    upload = parse_form(b"".join(chunks), kind)
-    if len(upload.data) > max_size:
-        raise HTTPError(413, f"{too_big} ({len(upload.data):,})")
-    return upload
+    form = _Form()
+    parser = MultipartParser(boundary, form.callbacks())
+    size = 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise HTTPError(413, too_big)
+            parser.write(chunk)
+        parser.finalize()
+    except MultipartParseError as exc:
+        raise HTTPError(400, f"Invalid request: the multipart body cannot be read ({exc})") from None
+    if not form.ended:
+        raise HTTPError(400, "Invalid request: the multipart body ends before its last boundary")
+    if len(form.upload.data) > max_size:
+        raise HTTPError(413, f"{too_big} ({len(form.upload.data):,})")
+    return form.upload
 
 
-def parse_form(body: bytes, content_type: str) -> Upload:
-    """A multipart/form-data body split at its boundary, byte for byte (a file part's bytes are the
-    file's exactly): the ``file`` part and the text fields. 400 for a body that is not one."""
-    head = email.parser.Parser(policy=email.policy.HTTP).parsestr(
-        f"Content-Type: {content_type}\r\n\r\n", headersonly=True)
-    boundary = head.get_param("boundary")
-    if not isinstance(boundary, str) or not boundary:
-        raise HTTPError(400, "Invalid request: a multipart body without a boundary")
-    delimiter = b"\r\n--" + boundary.encode("latin-1", "replace")
-    at = (b"\r\n" + body).find(delimiter)
-    if at < 0:
-        raise HTTPError(400, "Invalid request: the multipart body has no part (is the boundary right?)")
-    pos, upload = at + len(delimiter) - 2, Upload(None, b"", {})
-    while not body.startswith(b"--", pos):
-        if not body.startswith(b"\r\n", pos):
-            raise HTTPError(400, "Invalid request: the multipart body cannot be read")
-        end = body.find(delimiter, pos + 2)
-        if end < 0:
-            raise HTTPError(400, "Invalid request: the multipart body ends before its last boundary")
-        _part(body[pos + 2:end], upload)
-        pos = end + len(delimiter)
-    return upload
+class _Form:
+    """python-multipart's callbacks, collecting the ``file`` part's bytes as they are (a file part's
+    bytes are the file's exactly) and the text fields."""
 
+    def __init__(self) -> None:
+        self.upload = Upload(None, b"", {})
+        self.ended = False
+        self._headers: dict[bytes, bytes] = {}
+        self._field, self._value = b"", b""
+        self._data: list[bytes] = []
 
-def _part(part: bytes, upload: Upload) -> None:
-    """One part of the form into ``upload``: the file (the part named ``file``) or a text field."""
-    split = part.find(b"\r\n\r\n")
-    headers, content = (part[:split], part[split + 4:]) if split >= 0 else (part, b"")
-    message = email.parser.Parser(policy=email.policy.HTTP).parsestr(
-        headers.decode("utf-8", "replace") + "\r\n\r\n", headersonly=True)
-    name = message.get_param("name", header="content-disposition")
-    if not isinstance(name, str):
-        return
-    if name == "file":
-        filename = message.get_filename()
-        upload.name, upload.data = valid_unicode(filename) if filename is not None else "", content
-    else:
-        upload.fields[valid_unicode(name)] = valid_unicode(content.decode("utf-8", "replace"))
+    def callbacks(self) -> dict:
+        def on_part_begin() -> None:
+            self._headers, self._data = {}, []
+
+        def on_header_field(data: bytes, start: int, end: int) -> None:
+            self._field += data[start:end]
+
+        def on_header_value(data: bytes, start: int, end: int) -> None:
+            self._value += data[start:end]
+
+        def on_header_end() -> None:
+            self._headers[self._field.strip().lower()] = self._value.strip()
+            self._field, self._value = b"", b""
+
+        def on_part_data(data: bytes, start: int, end: int) -> None:
+            self._data.append(data[start:end])
+
+        def on_part_end() -> None:
+            _, params = parse_options_header(self._headers.get(b"content-disposition", b""))
+            name = params.get(b"name")
+            if name is None:
+                return
+            field = valid_unicode(name.decode("utf-8", "replace"))
+            content = b"".join(self._data)
+            if field == "file":
+                filename = params.get(b"filename")
+                decoded = None if filename is None else filename.decode("utf-8", "replace")
+                self.upload.name = "" if decoded is None else valid_unicode(decoded)
+                self.upload.data = content
+            else:
+                self.upload.fields[field] = valid_unicode(content.decode("utf-8", "replace"))
+
+        def on_end() -> None:
+            self.ended = True
+
+        return {"on_part_begin": on_part_begin, "on_header_field": on_header_field,
+                "on_header_value": on_header_value, "on_header_end": on_header_end,
+                "on_part_data": on_part_data, "on_part_end": on_part_end, "on_end": on_end}
 
 
 def _files(server: Server, status: int) -> FileStore:

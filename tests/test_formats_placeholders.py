@@ -378,3 +378,36 @@ def test_a_tag_the_model_drops_is_placed_by_the_word_alignment_not_by_position()
     model = _Model("abcdefghijklmnopqrstuvwxyzDIö ", answers, links=[(0, 2), (2, 1), (3, 0)])
     out = translate_strings(["Delete {n} files in {dir}"], *search_functions(model))
     assert (out[0].text, out[0].rescued) == ("In {dir} {n} Dateien löschen", "alignment")
+
+
+# ------------------------------------------------- guessed placements: marked where the user reviews them
+def _no_marks(lines: list[str]) -> list[str]:
+    """A model that writes no %, no tag and no digit: every placeholder is put back by position."""
+    return [re.sub(r"[%<>/0-9]|\b[sd]\b|\bb\b", "", s).upper() for s in lines]
+
+
+def test_a_guessed_placement_is_fuzzy_in_a_catalog_and_counted_in_the_summary():
+    from mtkit.formats.documents import translate_document
+
+    po = (b'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+          b'#, c-format\nmsgid "Open %s in %d seconds"\nmsgstr ""\n\nmsgid "Close"\nmsgstr ""\n')
+    result = translate_document(po, "app.po", "po", "de", _no_marks, fuzzy=False)
+    text = result.data.decode("utf-8")
+    assert '#, fuzzy, c-format\nmsgid "Open %s in %d seconds"\nmsgstr "OPEN %s IN %d SECONDS"' in text
+    assert '\nmsgid "Close"\nmsgstr "CLOSE"' in text and text.count("fuzzy") == 1  # --no-fuzzy elsewhere
+    assert result.guessed == 1 and "1 string with placeholders put by guessed position" in result.summary
+    assert any(line.startswith("app.po:6: placeholders put by guessed position") for line in result.left)
+
+
+def test_a_guessed_placement_is_marked_for_review_in_xliff_2():
+    from mtkit.formats.documents import translate_document
+
+    xliff = (b'<?xml version="1.0" encoding="UTF-8"?>\n<xliff version="2.0" xmlns="urn:oasis:names:tc:xliff:'
+             b'document:2.0" srcLang="en" trgLang="de">\n<file id="f">\n'
+             b'<unit id="1"><segment><source>Open <ph id="1"/> now</source></segment></unit>\n'
+             b'<unit id="2"><segment><source>Close it</source></segment></unit>\n</file>\n</xliff>\n')
+    result = translate_document(xliff, "ui.xlf", "xliff", "de", _no_marks)
+    text = result.data.decode("utf-8")
+    assert text.count('subState="mtkit:mt-review"') == 1 and text.count('subState="mtkit:mt"') == 1
+    assert result.guessed == 1
+    assert any("ui.xlf:4: placeholders put by guessed position" in line for line in result.left)

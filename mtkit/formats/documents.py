@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 
 from mtkit.errors import ConfigError
-from mtkit.formats.placeholders import ConstrainedFn, Outcome, TranslateFn, translate_strings
+from mtkit.formats.placeholders import ConstrainedFn, Outcome, TranslateFn, placed_by_guess, translate_strings
 
 #: A format name (a key of HANDLERS), or "text" for plain lines
 Format = str
@@ -33,11 +33,16 @@ class DocumentJob:
     constrained: ConstrainedFn | None = None
     retranslate: bool = False
     fuzzy: bool = True
+    guessed: list[int] = field(default_factory=list)  # per call of strings: placements guessed
 
     def strings(self, texts: list[str], **kwargs: object) -> list[Outcome]:
         """``texts`` translated with every placeholder and inline tag kept (formats.placeholders), each
-        an Outcome whose ``text`` is None where it could not be (left as it was, with the reason)."""
-        return translate_strings(texts, self.plain, self.constrained, **kwargs)  # type: ignore[arg-type]
+        an Outcome whose ``text`` is None where it could not be (left as it was, with the reason). The
+        strings whose placeholders were put by guessed position are counted (``guessed``): the summary
+        asks for their review."""
+        outcomes = translate_strings(texts, self.plain, self.constrained, **kwargs)  # type: ignore[arg-type]
+        self.guessed.append(sum(o.text is not None and placed_by_guess(o) for o in outcomes))
+        return outcomes
 
 
 @dataclass
@@ -48,6 +53,7 @@ class DocumentResult:
     data: bytes
     left: list[str] = field(default_factory=list)
     summary: str = ""
+    guessed: int = 0  # strings whose placeholders were put by guessed position: to review
 
 
 Translate = Callable[[bytes, str, DocumentJob], DocumentResult]
@@ -122,7 +128,14 @@ def translate_document(data: bytes, name: str, fmt: Format, tgt_lang: str, plain
     handler = HANDLERS.get(fmt)
     if handler is None:
         raise ConfigError(f"format {fmt!r} is not a document format ({', '.join(HANDLERS)})")
-    return handler.load()(data, name, DocumentJob(tgt_lang, plain, constrained, retranslate, fuzzy))
+    job = DocumentJob(tgt_lang, plain, constrained, retranslate, fuzzy)
+    result = handler.load()(data, name, job)
+    guessed = result.guessed or sum(job.guessed)  # a format that translates strings itself counts them
+    if guessed:  # the CLI prints the summary, the server returns it: either way the user is told
+        result.summary += (f"; {guessed} string{'s' if guessed > 1 else ''} with placeholders put by "
+                           "guessed position (marked for review where the format can say so)")
+        result.guessed = guessed
+    return result
 
 
 def translate_catalog(data: bytes, name: str, job: DocumentJob) -> DocumentResult:
@@ -134,7 +147,7 @@ def translate_catalog(data: bytes, name: str, job: DocumentJob) -> DocumentResul
     summary = (f"{name}: {report.translated} of {report.entries} entries translated"
                f"{' (fuzzy)' if job.fuzzy and report.translated else ''}, {report.already} kept, "
                f"{len(report.left)} left untranslated")
-    return DocumentResult(out, report.warnings + report.left, summary)
+    return DocumentResult(out, report.warnings + report.left, summary, guessed=len(report.guessed))
 
 
 def translate_page(data: bytes, name: str, job: DocumentJob) -> DocumentResult:

@@ -170,6 +170,13 @@ class Outcome:
     # "uninvented": a string without placeholders whose translation had some, taken out
 
 
+def placed_by_guess(outcome: Outcome) -> bool:
+    """Whether the placeholders of a translated string were put by guessed position (step 4's last
+    resort: neither the model nor the word alignment placed them): a translation to review, which
+    catalogs mark fuzzy, XLIFF marks for review and every summary counts."""
+    return outcome.rescued == "position"
+
+
 def translate_strings(strings: Sequence[str], translate: TranslateFn,
                       constrained: ConstrainedFn | None = None, accelerators: str = "",
                       syntaxes: Sequence[Syntax] | None = None, rescue: bool = True,

@@ -38,6 +38,7 @@ from mtkit.formats.placeholders import (
     Outcome,
     TranslateFn,
     in_order,
+    placed_by_guess,
     placeholders,
     syntax_for,
     translate_strings,
@@ -65,6 +66,7 @@ class CatalogReport:
     already: int = 0  # had a translation and kept it
     left: list[str] = field(default_factory=list)  # "file:line: why"
     warnings: list[str] = field(default_factory=list)
+    guessed: list[int] = field(default_factory=list)  # lines of entries with placeholders put by guess
 
 
 def translate_catalog_bytes(data: bytes, name: str, plain: TranslateFn, constrained: ConstrainedFn | None,
@@ -97,8 +99,8 @@ def translate_catalog_bytes(data: bytes, name: str, plain: TranslateFn, constrai
             "msgstr" if n is None else f"msgstr[{n}]", text, nl, prefix)]
         edits.update({i: [] for i in range(first + 1, end)})
         edits[first] = new
-        if fuzzy and "fuzzy" not in entry.flags:
-            _add_fuzzy(catalog, entry, edits, inserts)
+        if (fuzzy or entry.line in report.guessed) and "fuzzy" not in entry.flags:
+            _add_fuzzy(catalog, entry, edits, inserts)  # a guessed placement is fuzzy with --no-fuzzy too
     _complete_header(catalog, meta, name, tgt_lang, rule, edits, inserts)
     out: list[str] = []
     for i, line in enumerate(catalog.lines):
@@ -145,6 +147,10 @@ def _translations(catalog: Catalog, name: str, todo: list[Entry], plain: Transla
             report.left.append(f"{name}:{entry.line}: left untranslated: {broken.problem}")
             continue
         texts = [o.text or "" for o in got]
+        if any(placed_by_guess(o) for o in got):
+            report.guessed.append(entry.line)
+            report.warnings.append(f"{name}:{entry.line}: placeholders put by guessed position: marked "
+                                   "fuzzy, review it")
         if entry.msgid_plural is None:
             strings: list[tuple[int | None, str]] = [(None, texts[0])]
         else:

@@ -32,12 +32,14 @@ from mtkit.errors import DataError
 from mtkit.formats import markup, subtitle_text
 from mtkit.formats.documents import DocumentJob, DocumentResult
 from mtkit.formats.markup import Node, Token
+from mtkit.formats.placeholders import placed_by_guess
 from mtkit.formats.xliff_inline import labelled_content
 
 _FILL_1 = frozenset(("new", "needs-translation"))
 _SIGNED_1 = frozenset(("final", "signed-off"))
 _MT_1 = {"state": "needs-review-translation", "state-qualifier": "mt-suggestion"}
 _MT_2 = {"state": "translated", "subState": "mtkit:mt"}
+_MT_REVIEW = "mtkit:mt-review"  # 2.0's subState of a unit whose placeholders were put by guessed position
 #: where a target's content goes in a splice (a character no XML text holds)
 CONTENT = "\x00"
 #: characters XML 1.0 does not allow (a model may write one)
@@ -61,6 +63,7 @@ class _Report:
     translated: int = 0
     kept: int = 0
     left: list[str] = field(default_factory=list)
+    review: list[str] = field(default_factory=list)  # translated units marked for review, and why
 
 
 def translate_xliff(data: bytes, name: str, job: DocumentJob) -> DocumentResult:
@@ -76,7 +79,7 @@ def translate_xliff(data: bytes, name: str, job: DocumentJob) -> DocumentResult:
     report = doc.report
     summary = (f"{name}: {report.translated} of {report.units} units translated, {report.kept} kept as "
                f"they were, {len(report.left)} left untranslated")
-    return DocumentResult(encoding.encode(out), report.left, summary)
+    return DocumentResult(encoding.encode(out), report.left + report.review, summary)
 
 
 class _Document:
@@ -233,9 +236,10 @@ class _Document:
         wanted = [s for fill in self.fills for s in fill.strings]
         outcomes = iter(self.job.strings([s.string for s in wanted]) if wanted else [])
         for fill in self.fills:
-            parts, problem = [], ""
+            parts, problem, guessed = [], "", False
             for labelled in fill.strings:
                 outcome = next(outcomes)
+                guessed = guessed or (outcome.text is not None and placed_by_guess(outcome))
                 text = outcome.text
                 problem = problem or (outcome.problem if text is None
                                       else subtitle_text.check(labelled.string, text, labelled.tags))
@@ -248,7 +252,12 @@ class _Document:
             self.report.translated += 1
             content = fill.template[0] + "".join(p + t for p, t in zip(parts, fill.template[1:], strict=True))
             for start, end, new in fill.write:
+                if guessed:  # 1.2's state already asks for review; 2.0 says it in mtkit's subState
+                    new = new.replace(_MT_2["subState"], _MT_REVIEW)
                 self.splices[start] = (end, new.replace(CONTENT, content))
+            if guessed:
+                self.report.review.append(f"{self.name}:{fill.line}: placeholders put by guessed position: "
+                                          "marked for review")
         out, at = [], 0
         for start in sorted(self.splices):
             end, new = self.splices[start]

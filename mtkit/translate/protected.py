@@ -13,7 +13,7 @@ from mtkit.decode.translation import one_line
 from mtkit.decode.translator import LoadOptions, SearchOptions, Translator
 from mtkit.errors import ConfigError
 from mtkit.formats.documents import Format, translate_document
-from mtkit.formats.placeholders import translate_strings
+from mtkit.formats.placeholders import placed_by_guess, translate_strings
 from mtkit.textio import read_bytes, warn, write_bytes
 from mtkit.translate.options import OutputOptions
 from mtkit.translate.progress import GrowingBar
@@ -41,6 +41,8 @@ def protected_lines(translator: Translator, chunk: list[tuple[int, str]], name: 
     for (i, _), outcome in zip(chunk, outcomes, strict=True):
         if outcome.text is None:
             warn(f"{name}:{i + 1}: left untranslated: {outcome.problem}")
+        elif placed_by_guess(outcome):
+            warn(f"{name}:{i + 1}: placeholders put by guessed position: review it")
     return [one_line(o.text if o.text is not None else line)
             for o, (_, line) in zip(outcomes, chunk, strict=True)]
 

@@ -109,7 +109,10 @@ def test_an_upload_comes_back_as_translate_document_translates_it(client, model)
         url = reply.json()["translatedFileUrl"]
         assert re.fullmatch(rf"http://testserver/download_file/{UUID}\.{re.escape(name)}", url)
         download = client.get(url)
-        expected = translate_document(data, name, fmt, "de", *search_functions(reference, name)).data
+        offline_result = translate_document(data, name, fmt, "de", *search_functions(reference, name))
+        expected = offline_result.data
+        assert reply.json()["summary"] == offline_result.summary  # what `mtkit translate` prints
+        assert reply.json()["needsReview"] == offline_result.guessed
         assert download.status_code == 200
         assert download.content == expected and expected != data
         assert download.headers["content-type"] == HANDLERS[fmt].media_type

@@ -194,7 +194,10 @@ async def translate_file_route(request: Request, server: ServerDep) -> Response:
         raise HTTPError(400, f"Invalid request: {name} cannot be read as {fmt}: {exc}") from None
     result = await translate_file(server, route, upload.data, name, fmt)
     stored = await asyncio.to_thread(store.save, name, fmt, result.data)  # not behind the documents
-    reply: dict[str, object] = {"translatedFileUrl": str(request.url_for("download_file", name=stored))}
+    reply: dict[str, object] = {"translatedFileUrl": str(request.url_for("download_file", name=stored)),
+                                # mtkit's own, which LibreTranslate's clients ignore: what `mtkit translate`
+                                # prints, and how many strings to review (placeholders put by guess)
+                                "summary": result.summary, "needsReview": result.guessed}
     if guess is not None:
         reply["detectedLanguage"] = detected(guess)
     return JSONResponse(reply)

@@ -34,7 +34,7 @@ from typing import Any
 from mtkit.decode.engine import stored_languages
 from mtkit.decode.glossary import Glossary
 from mtkit.decode.translation import Candidate, Translation, one_line
-from mtkit.decode.translator import LoadOptions, SearchOptions, Translator, _options_from
+from mtkit.decode.translator import LoadOptions, SearchOptions, Translator, options_from
 from mtkit.errors import ConfigError, MtkitError
 
 NO_NBEST = ("--nbest: a pivoted translation has one candidate per line (the second leg's n-best of the "
@@ -113,7 +113,7 @@ class PivotTranslator:
         ``then`` (another model directory or export), or with ``model`` itself where it is a
         multilingual model trained pivot → target. ``pivot`` may be left out where the first leg's
         model has one target language. Options as `Translator`'s; the glossary goes to the pair."""
-        load, search = _options_from(options, load, search_options)
+        load, search = options_from(options, load, search_options)
         if search.nbest > 1:
             raise ConfigError(NO_NBEST)
         if load.ensemble:

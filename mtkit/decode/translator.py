@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from mtkit.formats.documents import DocumentResult
 
 
-def _options_from(kwargs: dict[str, Any], load: LoadOptions | None,
+def options_from(kwargs: dict[str, Any], load: LoadOptions | None,
                   search_options: SearchOptions | None) -> tuple[LoadOptions, SearchOptions]:
     """Keyword arguments fill the fields of either dataclass (``Translator(m, device="cpu", nbest=3)``)."""
     load = dataclasses.replace(load) if load is not None else LoadOptions()
@@ -114,7 +114,7 @@ class Translator:
     def __init__(self, model: str | Path, load: LoadOptions | None = None,
                  search_options: SearchOptions | None = None, *, beam_size: int | None = None,
                  **options: Any):
-        load, opts = _options_from(options, load, search_options)
+        load, opts = options_from(options, load, search_options)
         overrides = list(opts.overrides)
         if beam_size is not None:
             overrides.append(f"decoding.beam_size={beam_size}")

@@ -33,7 +33,7 @@ from mtkit.data.corpora import tag
 from mtkit.data.meta import DataMeta, read_meta, write_meta
 from mtkit.errors import CheckpointError, ConfigError, DataError, MtkitError
 from mtkit.interop.hf_card import model_card
-from mtkit.interop.hf_files import _json, _own_pieces, _weights
+from mtkit.interop.hf_files import own_pieces, read_json, read_weights
 from mtkit.interop.hf_tokenizer import fast_tokenizer
 from mtkit.interop.m2m100 import is_m2m100
 from mtkit.interop.marian import (
@@ -81,7 +81,7 @@ def import_hf(source: str | Path, output: str | Path, src_lang: str | None = Non
     _check_output(output)
     if not (source / "config.json").is_file():
         raise ConfigError(f"{source}: not a MarianMT, Pegasus, M2M100 or NLLB directory (no config.json)")
-    hf = _json(source / "config.json")
+    hf = read_json(source / "config.json")
     if is_m2m100(hf):
         from mtkit.interop.hf_m2m100 import read_m2m100
 
@@ -89,13 +89,13 @@ def import_hf(source: str | Path, output: str | Path, src_lang: str | None = Non
     pegasus = hf.get("model_type") == "pegasus"
     model = (pegasus_settings if pegasus else model_settings)(hf, str(source / "config.json"))
     model["source_eos"] = bool(hf.get("mtkit_source_eos", True))  # MarianTokenizer appends </s>
-    tok = _json(source / "tokenizer_config.json") if (source / "tokenizer_config.json").is_file() else {}
+    tok = read_json(source / "tokenizer_config.json") if (source / "tokenizer_config.json").is_file() else {}
     separate = bool(tok.get("separate_vocabs", False))
     for name in TOKENIZER_FILES + (("target_vocab.json",) if separate else ()):
         if not (source / name).is_file():
             raise DataError(f"{source / name}: missing (a MarianMT tokenizer file)")
     gen_file = source / "generation_config.json"
-    gen = _json(gen_file) if gen_file.is_file() else hf  # older checkpoints kept these in config.json
+    gen = read_json(gen_file) if gen_file.is_file() else hf  # older checkpoints kept these in config.json
     eos = hf.get("eos_token_id", 0)
     eos = eos[0] if isinstance(eos, list) and len(eos) == 1 else eos
     pad, start = hf.get("pad_token_id", 58100), hf.get("decoder_start_token_id", hf.get("pad_token_id"))
@@ -104,8 +104,8 @@ def import_hf(source: str | Path, output: str | Path, src_lang: str | None = Non
                           "must be one token id each")
     decoding = decoding_settings(gen, pad, start,
                                  str(gen_file if gen_file.is_file() else source / "config.json"))
-    src_vocab = _json(source / "vocab.json")
-    tgt_vocab = _json(source / "target_vocab.json") if separate else src_vocab
+    src_vocab = read_json(source / "vocab.json")
+    tgt_vocab = read_json(source / "target_vocab.json") if separate else src_vocab
     size = int(hf.get("vocab_size", 58101))
     tgt_size = int(hf.get("decoder_vocab_size") or size) if separate else size
     sizes = hf.get("mtkit_vocab_sizes")
@@ -113,7 +113,7 @@ def import_hf(source: str | Path, output: str | Path, src_lang: str | None = Non
         size, tgt_size = int(sizes[0]), int(sizes[1] if separate else sizes[0])  # own are padding
     # the sentencepiece pieces a vocabulary lacks: MarianTokenizer reads them as <unk> (`vocab_order`)
     src_bytes, tgt_bytes = (source / "source.spm").read_bytes(), (source / "target.spm").read_bytes()
-    src_own, tgt_own = (_own_pieces(data, str(source / name)) for data, name in
+    src_own, tgt_own = (own_pieces(data, str(source / name)) for data, name in
                         ((src_bytes, "source.spm"), (tgt_bytes, "target.spm")))
     tgt = vocab_order(tgt_vocab, tgt_size, pad, _id(tgt_vocab, "<unk>", source), eos, start,
                       str(source / ("target_vocab.json" if separate else "vocab.json")),
@@ -124,7 +124,7 @@ def import_hf(source: str | Path, output: str | Path, src_lang: str | None = Non
         str(source / "vocab.json"), src_own)
     src_spm = reorder(src_bytes, src.pieces, str(source / "source.spm"))
     tgt_spm = reorder(tgt_bytes, tgt.pieces, str(source / "target.spm"))
-    hf_state = _weights(source)
+    hf_state = read_weights(source)
     _check_positions(hf_state, model["d_model"], source)
     try:
         enc, dec = embeddings(hf_state, model)  # shared or not, as transformers loads them
@@ -264,7 +264,7 @@ def export_hf(model: str | Path, output: str | Path, checkpoint: str = "best", *
         write_safetensors(stage / "model.safetensors", tensors)
         if not m.source_eos:  # MarianTokenizer would append </s>: a fast tokenizer that does not
             fast_tokenizer(model_dir / meta.src_bpe, source_eos=False, tags=tags).save_pretrained(stage)
-            written = _json(stage / "tokenizer_config.json")
+            written = read_json(stage / "tokenizer_config.json")
             tok.clear()
             tok.update({**written, **langs})
         for name, value in (("config.json", config), ("generation_config.json", gen),
@@ -288,7 +288,7 @@ def read_card_scores(path: str | Path) -> dict[str, float]:
     """The test scores for the model card: ``mtkit score --json``'s output (its first system's scores,
     under sacrebleu's names: BLEU, chrF2 …) or a JSON object of name → number."""
     path = Path(path)
-    value = _json(path)
+    value = read_json(path)
     if isinstance(value.get("systems"), list) and value["systems"]:
         labels = value.get("labels") if isinstance(value.get("labels"), dict) else {}
         system = value["systems"][0]

@@ -26,7 +26,7 @@ def _safetensors() -> Any:
     return safetensors.torch
 
 
-def _json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -36,7 +36,7 @@ def _json(path: Path) -> dict[str, Any]:
     return value
 
 
-def _weights(source: Path) -> dict[str, torch.Tensor]:
+def read_weights(source: Path) -> dict[str, torch.Tensor]:
     """The checkpoint's tensors: safetensors, or a PyTorch file loaded without running its pickles."""
     file = source / "model.safetensors"
     if file.is_file():
@@ -61,9 +61,9 @@ def _weights(source: Path) -> dict[str, torch.Tensor]:
     return state
 
 
-def _own_pieces(data: bytes, where: str) -> list[str]:
+def own_pieces(data: bytes, where: str) -> list[str]:
     """The pieces a sentencepiece model segments text into (not its control and unknown pieces)."""
     return [p.piece for p in read_pieces(data, where) if p.type not in (CONTROL, UNKNOWN)]
 
 
-__all__ = ["INSTALL", "_json", "_own_pieces", "_safetensors", "_weights"]
+__all__ = ["INSTALL", "own_pieces", "read_json", "read_weights"]

@@ -18,7 +18,7 @@ import torch
 from mtkit import __version__
 from mtkit.data.meta import DataMeta
 from mtkit.errors import CheckpointError, ConfigError, DataError
-from mtkit.interop.hf_files import _json, _own_pieces, _weights
+from mtkit.interop.hf_files import own_pieces, read_json, read_weights
 from mtkit.interop.m2m100 import language_of, m2m100_languages, model_settings, vocab_orders
 from mtkit.interop.marian import decoding_settings, to_mtkit
 from mtkit.interop.pegasus import final_norms
@@ -29,7 +29,7 @@ SPM = "sentencepiece.bpe.model"
 
 def _m2m100_names(source: Path, tok: dict[str, Any]) -> dict[int, str]:
     """Row → token of M2M100Tokenizer: ``vocab.json``, then the language tokens."""
-    vocab = _json(source / "vocab.json")
+    vocab = read_json(source / "vocab.json")
     ids = list(vocab.values())
     if not all(isinstance(i, int) for i in ids) or sorted(ids) != list(range(len(vocab))):
         raise DataError(f"{source / 'vocab.json'}: the ids are not 0…{len(vocab) - 1} once each")
@@ -50,7 +50,7 @@ def _m2m100_names(source: Path, tok: dict[str, Any]) -> dict[int, str]:
 def _nllb_names(source: Path) -> dict[int, str]:
     """Row → token of NLLB's ``tokenizer.json``: its BPE vocabulary and its added tokens."""
     where = source / "tokenizer.json"
-    tokenizer = _json(where)
+    tokenizer = read_json(where)
     model = tokenizer.get("model") if isinstance(tokenizer.get("model"), dict) else {}
     vocab, added = model.get("vocab"), tokenizer.get("added_tokens") or []
     if model.get("type") != "BPE" or not isinstance(vocab, dict) or not isinstance(added, list):
@@ -70,7 +70,7 @@ def read_m2m100(source: Path, hf: dict[str, Any], src_lang: str | None) -> Impor
     and sentencepiece file (see the module); `mtkit.interop.hf` checks and writes them."""
     where = str(source / "config.json")
     model = model_settings(hf, where)
-    tok = _json(source / "tokenizer_config.json") if (source / "tokenizer_config.json").is_file() else {}
+    tok = read_json(source / "tokenizer_config.json") if (source / "tokenizer_config.json").is_file() else {}
     nllb = not (source / "vocab.json").is_file() and (source / "tokenizer.json").is_file()
     for name in (SPM, "tokenizer.json" if nllb else "vocab.json"):
         if not (source / name).is_file():
@@ -94,11 +94,11 @@ def read_m2m100(source: Path, hf: dict[str, Any], src_lang: str | None) -> Impor
                           "<unk> must be one token id each")
     spm_bytes = (source / SPM).read_bytes()
     known = set(names.values())
-    unknown = [p for p in _own_pieces(spm_bytes, str(source / SPM)) if p not in known]
+    unknown = [p for p in own_pieces(spm_bytes, str(source / SPM)) if p not in known]
     src, tgt, languages = vocab_orders(names, size, special, src_lang, where, unknown)
     spm = reorder(spm_bytes, src.pieces, str(source / SPM), missing_type=CONTROL)
     gen_file = source / "generation_config.json"
-    gen = _json(gen_file) if gen_file.is_file() else hf  # older checkpoints kept these in config.json
+    gen = read_json(gen_file) if gen_file.is_file() else hf  # older checkpoints kept these in config.json
     # mtkit blocks pad and its own BOS (a copy of the start row): generate's bad words are pad's alone
     decoding = decoding_settings(gen, special["pad"], special["pad"], str(gen_file))
     if gen.get("forced_bos_token_id") is not None and gen["forced_bos_token_id"] not in names:
@@ -110,7 +110,7 @@ def read_m2m100(source: Path, hf: dict[str, Any], src_lang: str | None) -> Impor
     decoding["max_len_b"] -= 1 if forced_eos is not None else 0
     decoding["min_len"] = max(decoding["min_len"] - 1, 0)
     decoding["length_offset"] = 1  # generate's lengths count the forced language token, mtkit's tag not
-    hf_state = _weights(source)
+    hf_state = read_weights(source)
     for key in [k for k in hf_state if k.endswith("embed_positions.weights")]:  # old files: fairseq's table
         del hf_state[key]
     try:

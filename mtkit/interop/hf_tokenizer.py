@@ -16,7 +16,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from mtkit.errors import DataError
-from mtkit.interop.spm_proto import _fields, _varint, read_pieces
+from mtkit.interop.spm_proto import proto_fields, read_pieces, read_varint
 
 # NormalizerSpec (ModelProto field 3): precompiled_charsmap 2, add_dummy_prefix 3, remove_extra_whitespaces 4,
 # escape_whitespaces 5; TrainerSpec (field 2): model_type 3, byte_fallback 35, unk_id 40, unk_piece 45
@@ -31,21 +31,21 @@ def _proto(data: bytes, where: str) -> SimpleNamespace:
     norm = SimpleNamespace(precompiled_charsmap=b"", add_dummy_prefix=True, remove_extra_whitespaces=True,
                            escape_whitespaces=True)
     try:
-        for field, wire, raw in _fields(data):
+        for field, wire, raw in proto_fields(data):
             if field == 2 and wire == 2:
-                for sub, sub_wire, value in _fields(raw):
+                for sub, sub_wire, value in proto_fields(raw):
                     if sub_wire == 0 and sub in (3, 35, 40):
-                        number = _varint(value, 0)[0]
+                        number = read_varint(value, 0)[0]
                         key = {3: "model_type", 35: "byte_fallback", 40: "unk_id"}[sub]
                         setattr(trainer, key, bool(number) if sub == 35 else number)
                     elif sub == 45 and sub_wire == 2:
                         trainer.unk_piece = value.decode("utf-8")
             elif field == 3 and wire == 2:
-                for sub, sub_wire, value in _fields(raw):
+                for sub, sub_wire, value in proto_fields(raw):
                     if sub == 2 and sub_wire == 2:
                         norm.precompiled_charsmap = value
                     elif sub in (3, 4, 5) and sub_wire == 0:
-                        setattr(norm, _NORM_FLAGS[sub], bool(_varint(value, 0)[0]))
+                        setattr(norm, _NORM_FLAGS[sub], bool(read_varint(value, 0)[0]))
     except (ValueError, UnicodeDecodeError, struct.error) as exc:
         raise DataError(f"{where}: not a sentencepiece model ({exc})") from None
     return SimpleNamespace(pieces=pieces, trainer_spec=trainer, normalizer_spec=norm)

@@ -34,7 +34,7 @@ class Piece:
     type: int = NORMAL
 
 
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
+def read_varint(data: bytes, pos: int) -> tuple[int, int]:
     value = shift = 0
     while True:
         if pos >= len(data) or shift > 63:
@@ -58,19 +58,19 @@ def _put_varint(value: int) -> bytes:
             return bytes(out)
 
 
-def _fields(data: bytes) -> list[tuple[int, int, bytes]]:
+def proto_fields(data: bytes) -> list[tuple[int, int, bytes]]:
     """(field number, wire type, raw value) of each field of a message, in order."""
     out, pos = [], 0
     while pos < len(data):
-        key, pos = _varint(data, pos)
+        key, pos = read_varint(data, pos)
         field, wire = key >> 3, key & 7
         start = pos
         if wire == 0:
-            _, pos = _varint(data, pos)
+            _, pos = read_varint(data, pos)
             out.append((field, wire, data[start:pos]))
             continue
         if wire == 2:
-            size, start = _varint(data, pos)
+            size, start = read_varint(data, pos)
             pos = start + size
         elif wire in (1, 5):
             pos = start + (8 if wire == 1 else 4)
@@ -91,17 +91,17 @@ def read_pieces(data: bytes, where: str) -> list[Piece]:
     """The pieces of a serialized sentencepiece model, in id order."""
     try:
         pieces = []
-        for field, wire, raw in _fields(data):
+        for field, wire, raw in proto_fields(data):
             if field != 1 or wire != 2:
                 continue
             piece = Piece("")
-            for sub, sub_wire, value in _fields(raw):
+            for sub, sub_wire, value in proto_fields(raw):
                 if sub == 1 and sub_wire == 2:
                     piece.piece = value.decode("utf-8")
                 elif sub == 2 and sub_wire == 5:
                     piece.score = struct.unpack("<f", value)[0]
                 elif sub == 3 and sub_wire == 0:
-                    piece.type = _varint(value, 0)[0]
+                    piece.type = read_varint(value, 0)[0]
             pieces.append(piece)
     except (ValueError, UnicodeDecodeError) as exc:
         raise DataError(f"{where}: not a sentencepiece model ({exc})") from None
@@ -118,7 +118,7 @@ def _piece_message(p: Piece) -> bytes:
 def _trainer_spec(raw: bytes) -> bytes:
     """The trainer spec with mtkit's special ids and pieces (what sentencepiece reports as pad_id() …)."""
     replaced = set(_SPECIAL_IDS) | set(_SPECIAL_PIECES)
-    kept = b"".join(_field(f, w, v) for f, w, v in _fields(raw) if f not in replaced)
+    kept = b"".join(_field(f, w, v) for f, w, v in proto_fields(raw) if f not in replaced)
     for i, (name, _) in enumerate(SPECIALS):
         kept += _field(_SPECIAL_IDS[i], 0, _put_varint(i)) + _field(_SPECIAL_PIECES[i], 2, name.encode())
     return kept
@@ -143,7 +143,7 @@ def reorder(data: bytes, vocab: list[str], where: str, missing_type: int = UNUSE
     pieces = [Piece(name, 0.0, kind) for name, kind in SPECIALS]
     pieces += [by_name.get(name, Piece(name, 0.0, missing_type)) for name in vocab[4:]]
     try:
-        fields = _fields(data)
+        fields = proto_fields(data)
     except ValueError as exc:
         raise DataError(f"{where}: not a sentencepiece model ({exc})") from None
     out = b"".join(_field(1, 2, _piece_message(p)) for p in pieces)
@@ -155,4 +155,4 @@ def reorder(data: bytes, vocab: list[str], where: str, missing_type: int = UNUSE
     return out
 
 
-__all__ = ["CONTROL", "Piece", "SPECIALS", "UNUSED", "read_pieces", "reorder"]
+__all__ = ["CONTROL", "SPECIALS", "UNUSED", "Piece", "proto_fields", "read_pieces", "read_varint", "reorder"]

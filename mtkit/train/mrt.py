@@ -52,7 +52,7 @@ from mtkit.errors import ConfigError
 from mtkit.models.base import Seq2Seq
 from mtkit.train.costs import SentenceCost, auto_workers
 from mtkit.train.loss import projected_label_smoothed_nll, projected_token_log_probs
-from mtkit.train.update import Updater, _zero
+from mtkit.train.update import Updater, zero_scalar
 from mtkit.vocab import BOS_ID, EOS_ID, PAD_ID
 
 
@@ -146,7 +146,7 @@ class MrtUpdater(Updater):
         self.decoding = candidate_decoding(decoding)
         workers = self.tc.mrt_cost_workers or auto_workers(self.device.type, self.info.local_world_size)
         self.cost = SentenceCost(self.tc.mrt_metric, workers)
-        self.update_risk, self.log_risk = _zero(self.device), _zero(self.device)
+        self.update_risk, self.log_risk = zero_scalar(self.device), zero_scalar(self.device)
         self.log_sentences = self.log_candidates = 0
 
     def _generator(self, step: int) -> torch.Generator:

@@ -31,7 +31,7 @@ from mtkit.vocab import PAD_ID
 GPU_LOSS_BLOCK_ROWS = 8192
 
 
-def _zero(device: torch.device) -> Tensor:
+def zero_scalar(device: torch.device) -> Tensor:
     return torch.zeros((), device=device)
 
 
@@ -49,11 +49,11 @@ class Updater:
         self.drop_padding = device.type == "cpu"
         self.loss_block_rows = LOSS_BLOCK_ROWS if device.type == "cpu" else GPU_LOSS_BLOCK_ROWS
         self.read_back_each_update = device.type == "cpu"
-        self.update_loss, self.update_nll, self.update_tokens = _zero(device), _zero(device), _zero(device)
-        self.log_loss, self.log_nll, self.log_tokens = _zero(device), _zero(device), _zero(device)
+        self.update_loss, self.update_nll, self.update_tokens = (zero_scalar(device) for _ in range(3))
+        self.log_loss, self.log_nll, self.log_tokens = (zero_scalar(device) for _ in range(3))
         # consecutive / worst run / total of skipped updates
-        self.nonfinite_run, self.nonfinite_worst_run = _zero(device), _zero(device)
-        self.nonfinite_total = _zero(device)
+        self.nonfinite_run, self.nonfinite_worst_run = zero_scalar(device), zero_scalar(device)
+        self.nonfinite_total = zero_scalar(device)
         self.graphs: GraphedUpdate | None = None
         if graphed:
             self.graphs = GraphedUpdate(self._accumulate_static, self._optimizer_step, device)

@@ -96,6 +96,10 @@ def translate_command(
         help="po: translate the entries that already have a translation too."),
     fuzzy: bool = typer.Option(True, "--fuzzy/--no-fuzzy",
         help="po: flag machine translations fuzzy, for translators to review."),
+    encoding: str = typer.Option("", "--encoding",
+        help="The charset of a text or SubRip file (cp1252, cp1251 …), written back in it; without it a "
+             "file that is not UTF-8 is read in its language's usual charset where its text looks right "
+             "(said on stderr). Text is then translated as one document."),
 ) -> None:
     """Translate text with greedy or beam search (stdin → stdout by default)."""
     from mtkit.decode.translator import LoadOptions, SearchOptions
@@ -122,6 +126,6 @@ def translate_command(
                         flag_file=flag_file, attention_plot=attention_plot,
                         attention_plot_max=attention_plot_max, attention_head=attention_head,
                         resume=resume, shard=shard, json_input=json_input, format=format,
-                        placeholders=placeholders, retranslate=retranslate, fuzzy=fuzzy,
+                        placeholders=placeholders, retranslate=retranslate, fuzzy=fuzzy, encoding=encoding,
                         pivot=pivot, pivot_model=str(pivot_model) if pivot_model is not None else None)
     run_translate(model, input, output, load, search, out)

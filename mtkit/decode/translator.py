@@ -242,21 +242,26 @@ class Translator:
         return [t.text for t in self.translate_stream(lines, chunk_size=max(1, len(lines)))]
 
     def translate_bytes(self, data: bytes, name: str = "document.txt", format: str = "auto",
-                        tgt_lang: str = "", retranslate: bool = False, fuzzy: bool = True) -> DocumentResult:
+                        tgt_lang: str = "", retranslate: bool = False, fuzzy: bool = True,
+                        encoding: str = "") -> DocumentResult:
         """A document's bytes translated as ``format`` (auto: by ``name``'s extension; any of
         `mtkit.formats.documents.FORMATS`: text, gettext catalogs, HTML, subtitles, XLIFF, office files,
         EPUB). Bytes in, bytes out: what is not translated (markup, timings, line endings, the charset,
-        a BOM) comes back as it was. ``retranslate`` and ``fuzzy`` are `mtkit translate`'s for catalogs.
+        a BOM) comes back as it was. ``retranslate`` and ``fuzzy`` are `mtkit translate`'s for catalogs;
+        ``encoding`` the charset of a text or SubRip file (else a file that is not UTF-8 is read in the
+        model's source language's usual charset where its text looks right, said in ``left``).
         Returns the bytes, what was left untranslated (``left``: name:line: why) and a summary."""
         from mtkit.decode.formats_adapter import search_functions
         from mtkit.formats.documents import document_format, translate_document
 
         translator = self.for_target(tgt_lang) if tgt_lang else self
         return translate_document(data, name, document_format(name, format), tgt_lang or self.meta.tgt_lang,
-                                  *search_functions(translator, name), retranslate, fuzzy)
+                                  *search_functions(translator, name), retranslate, fuzzy, encoding,
+                                  self.meta.src_lang)
 
     def translate_file(self, source: str | Path, target: str | Path, format: str = "auto",
-                       tgt_lang: str = "", retranslate: bool = False, fuzzy: bool = True) -> DocumentResult:
+                       tgt_lang: str = "", retranslate: bool = False, fuzzy: bool = True,
+                       encoding: str = "") -> DocumentResult:
         """``source`` translated into ``target`` (written whole through a temporary file, only when the
         translation succeeded; never over ``source``), as `translate_bytes` translates its bytes.
 
@@ -265,7 +270,8 @@ class Translator:
 
         if same_file(source, target):
             raise ConfigError(f"{target} is the file being translated: choose another output")
-        result = self.translate_bytes(read_bytes(source), str(source), format, tgt_lang, retranslate, fuzzy)
+        result = self.translate_bytes(read_bytes(source), str(source), format, tgt_lang, retranslate, fuzzy,
+                                      encoding)
         write_bytes(target, result.data)
         return result
 

@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 
 from mtkit.errors import ConfigError
+from mtkit.formats.charsets import check_encoding
 from mtkit.formats.placeholders import ConstrainedFn, Outcome, TranslateFn, placed_by_guess, translate_strings
 
 #: A format name (a key of HANDLERS), or "text" for plain lines
@@ -33,6 +34,9 @@ class DocumentJob:
     constrained: ConstrainedFn | None = None
     retranslate: bool = False
     fuzzy: bool = True
+    encoding: str = ""  # the charset of a file that does not say its own (text, SubRip): --encoding
+    src_lang: str = ""  # the language the file is in: its legacy charset is tried (formats/charsets.py)
+    writable: str = ""  # the legacy charset the file is written back in: translations it cannot write fail
     guessed: list[int] = field(default_factory=list)  # per call of strings: placements guessed
 
     def strings(self, texts: list[str], **kwargs: object) -> list[Outcome]:
@@ -41,8 +45,22 @@ class DocumentJob:
         strings whose placeholders were put by guessed position are counted (``guessed``): the summary
         asks for their review."""
         outcomes = translate_strings(texts, self.plain, self.constrained, **kwargs)  # type: ignore[arg-type]
+        if self.writable:
+            outcomes = [_writable(o, self.writable) for o in outcomes]
         self.guessed.append(sum(o.text is not None and placed_by_guess(o) for o in outcomes))
         return outcomes
+
+
+def _writable(outcome: Outcome, codec: str) -> Outcome:
+    """The outcome, or a failed one where its translation has a character ``codec`` cannot write."""
+    if outcome.text is None:
+        return outcome
+    try:
+        outcome.text.encode(codec)
+    except UnicodeEncodeError as exc:
+        return Outcome(None, f"the translation has a character the file's charset ({codec}) cannot write: "
+                             f"{exc.object[exc.start:exc.end]!r}")
+    return outcome
 
 
 @dataclass
@@ -102,6 +120,8 @@ HANDLERS: dict[str, Handler] = {
                    "application/vnd.oasis.opendocument.presentation", "OpenDocument presentation"),
     "epub": Handler("mtkit.formats.epub", "translate_epub", (".epub",), "application/epub+zip", "EPUB book"),
 }
+#: the formats whose files do not say their charset: --encoding applies to them
+ENCODING_FORMATS = ("text", "srt")
 #: what --format takes; "text" is translated line by line by `mtkit translate` (mtkit.translate.lines),
 #: and as one document by the server and the Python API
 FORMATS: tuple[str, ...] = ("auto", *HANDLERS)
@@ -121,14 +141,20 @@ def document_format(path: str, given: str) -> Format:
 
 def translate_document(data: bytes, name: str, fmt: Format, tgt_lang: str, plain: TranslateFn,
                        constrained: ConstrainedFn | None = None, retranslate: bool = False,
-                       fuzzy: bool = True) -> DocumentResult:
+                       fuzzy: bool = True, encoding: str = "", src_lang: str = "") -> DocumentResult:
     """``data`` (the bytes of ``name``) translated as a document of format ``fmt`` (a key of HANDLERS)
     with ``plain`` (and ``constrained`` for the retries: formats.placeholders). Bytes in, bytes out:
-    what is not translated comes back byte for byte."""
+    what is not translated comes back byte for byte. ``encoding``: the charset of a text or SubRip file
+    (the others say their own); ``src_lang``: the language of the file, whose legacy charset is tried
+    where such a file is not UTF-8."""
     handler = HANDLERS.get(fmt)
     if handler is None:
         raise ConfigError(f"format {fmt!r} is not a document format ({', '.join(HANDLERS)})")
-    job = DocumentJob(tgt_lang, plain, constrained, retranslate, fuzzy)
+    if encoding and fmt not in ENCODING_FORMATS:
+        raise ConfigError(f"--encoding applies to {' and '.join(ENCODING_FORMATS)} files, which do not say "
+                          f"their charset; {fmt} files say their own or are UTF-8 by definition")
+    job = DocumentJob(tgt_lang, plain, constrained, retranslate, fuzzy, check_encoding(encoding) if encoding
+                      else "", src_lang)
     result = handler.load()(data, name, job)
     guessed = result.guessed or sum(job.guessed)  # a format that translates strings itself counts them
     if guessed:  # the CLI prints the summary, the server returns it: either way the user is told

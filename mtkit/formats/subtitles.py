@@ -11,9 +11,10 @@ lines each start a speaker (``- Who?`` / ``- Me.``, or ``<v Ann>``) has each lin
 Styling tags come back with the text they hold (formats/subtitle_text.py).
 
 Encoding: UTF-8 (with or without a BOM) or UTF-16 or UTF-32 with a BOM, written back the same;
-WebVTT is UTF-8 by definition. An SRT file in another charset is refused naming its first
-undecodable line: the file cannot say which charset it is in, and a guess would be silently wrong
-text.
+WebVTT is UTF-8 by definition. An SRT file in another charset (most downloaded ones: the Windows code
+page of their language) is read in the charset ``--encoding`` names, or else in its language's legacy
+charset where the text looks right (formats/charsets.py), said in the notes and the summary, and written
+back in it; refused, naming its first undecodable line, only where no charset can be decided.
 
 Refused in one line naming the file and line: a timing line that does not parse, a cue without a
 timing, a WebVTT file that does not start with ``WEBVTT``.
@@ -28,7 +29,7 @@ from mtkit.errors import DataError
 from mtkit.formats import subtitle_text as cue_text
 from mtkit.formats.documents import DocumentJob, DocumentResult
 from mtkit.formats.placeholders import Outcome
-from mtkit.formats.plaintext import BOMS, decode_text
+from mtkit.formats.plaintext import BOMS, decode_text, writing_in
 
 _LINE = re.compile(r"[^\r\n]*(\r\n|\n|\r|$)")
 #: timings as players read them (the srt library too): a dot or colon before the milliseconds, unpadded
@@ -85,15 +86,16 @@ class Report:
 
 def translate_srt(data: bytes, name: str, job: DocumentJob) -> DocumentResult:
     """A SubRip file (see the module docstring)."""
-    text, codec, bom = _decode(data, name, vtt=False)
+    text, codec, bom, note = _decode(data, name, job, vtt=False)
     cues = read_srt(text, name)
-    out, report = _translate(text, cues, name, job, escape=False)
-    return DocumentResult(bom + out.encode(codec), report.left, _summary(name, report))
+    out, report = _translate(text, cues, name, writing_in(job, codec), escape=False)
+    summary = _summary(name, report) + (f" ({codec})" if note else "")
+    return DocumentResult(bom + out.encode(codec), [note] * bool(note) + report.left, summary)
 
 
 def translate_vtt(data: bytes, name: str, job: DocumentJob) -> DocumentResult:
     """A WebVTT file (see the module docstring)."""
-    text, codec, bom = _decode(data, name, vtt=True)
+    text, codec, bom, _ = _decode(data, name, job, vtt=True)
     cues = read_vtt(text, name)
     out, report = _translate(text, cues, name, job, escape=True)
     return DocumentResult(bom + out.encode(codec), report.left, _summary(name, report))
@@ -104,12 +106,13 @@ def _summary(name: str, report: Report) -> str:
             f"across cues), {len(report.left)} left as they were")
 
 
-def _decode(data: bytes, name: str, vtt: bool) -> tuple[str, str, bytes]:
-    """The text of ``data``, its codec and its BOM (b"" for none)."""
+def _decode(data: bytes, name: str, job: DocumentJob, vtt: bool) -> tuple[str, str, bytes, str]:
+    """The text of ``data``, its codec, its BOM (b"" for none) and what was assumed (plaintext.decode_text):
+    WebVTT is UTF-8 by definition; SubRip says nothing, so its language's legacy charset is tried."""
     if vtt:
         return decode_text(data, name, BOMS[:1], "WebVTT is UTF-8")
-    return decode_text(data, name, BOMS, "a SubRip file does not say its charset, so none is guessed: "
-                       "convert it to UTF-8 (iconv -f cp1252 -t utf-8, or the charset it was written in)")
+    return decode_text(data, name, BOMS, "a SubRip file does not say its charset and it could not be "
+                       "decided: give --encoding (e.g. cp1252), or convert it to UTF-8", job)
 
 
 def _lines(text: str) -> list[tuple[int, str, str]]:

@@ -170,7 +170,8 @@ async def translate_file(server: Server, route: Route | None, data: bytes, name:
     if route is None:
         return DocumentResult(data, [], f"{name}: already in the target language")
     assert server.files is not None
-    work = partial(translate_document, data, name, fmt, route.target, *search_pair(server, route))
+    work = partial(translate_document, data, name, fmt, route.target, *search_pair(server, route),
+                   src_lang=route.source)
     loop = asyncio.get_running_loop()
     try:
         return await loop.run_in_executor(server.files.workers, work)

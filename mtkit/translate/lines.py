@@ -90,9 +90,9 @@ def run_translate(model: str | Path, input: str = "-", output: str | None = None
     doc = document_format(input, out.format)
     if out.pivot or out.pivot_model is not None:
         _check_pivot(doc, search, out)
-    if doc != "text" or out.placeholders:
+    if doc != "text" or out.placeholders or out.encoding:
         check_protected(doc, search, out, job.enabled)
-    if doc != "text":
+    if doc != "text" or out.encoding:  # a text file in a charset of its own: one document, bytes in and out
         return translate_document_file(model, input, output, doc, load, search, out)
     if job.enabled:
         return _run_ranks(model, input, output, load, search, out, job.rank, job.world_size,

@@ -28,6 +28,7 @@ class OutputOptions:
     placeholders: bool | None = None  # keep placeholders and tags (formats.placeholders); None: for po/html
     retranslate: bool = False  # po: translate the entries that have a translation too
     fuzzy: bool = True  # po: flag machine translations fuzzy
+    encoding: str = ""  # text and SubRip files: their charset (they do not say it); text is then one document
     pivot: str = ""  # translate into this language first, then from it into the target (decode.pivot)
     pivot_model: str | None = None  # the second leg's model (pivot → target); None: the model itself
 

@@ -21,12 +21,12 @@ from mtkit.translate.progress import GrowingBar
 
 def check_protected(doc: str, search: SearchOptions, out: OutputOptions, ranks: bool) -> None:
     """Documents and --placeholders write translated text alone: refuse what would not fit there."""
-    what = f"--format {doc}" if doc != "text" else "--placeholders"
+    what = f"--format {doc}" if doc != "text" else "--encoding" if out.encoding else "--placeholders"
     for flag, on in (("--nbest", search.nbest > 1), ("--json", out.json), ("--json-input", out.json_input),
                      ("--alignment", out.alignment), ("--scores", out.scores), ("--flag-file", out.flag_file),
                      ("--attention-plot", out.attention_plot), ("--sample", search.sample),
                      *((("--resume", out.resume), ("--shard", out.shard), ("torchrun", ranks))
-                       if doc != "text" else ())):
+                       if doc != "text" or out.encoding else ())):
         if on:
             raise ConfigError(f"{flag} does not combine with {what}: it writes the translated text alone")
     if doc != "text" and out.placeholders is False:
@@ -57,7 +57,8 @@ def translate_document_file(model: str | Path, input: str, output: str | None, d
     bar = GrowingBar("strings") if show else None
     try:
         result = translate_document(data, name, doc, search.tgt_lang or translator.meta.tgt_lang,
-                                    *search_functions(translator, name, bar), out.retranslate, out.fuzzy)
+                                    *search_functions(translator, name, bar), out.retranslate, out.fuzzy,
+                                    out.encoding, translator.meta.src_lang)
     finally:
         if bar is not None:
             bar.stop()

@@ -62,6 +62,17 @@ _MOVED = {
     # modules named for what they hold
     "mtkit.decode.langid": "mtkit.langid",
     "mtkit.translate.documents": "mtkit.translate.protected",
+    # formats by family, the placeholder machinery a package of its own (mtkit/formats/__init__.py)
+    **{f"mtkit.formats.{name}": f"mtkit.formats.gettext.{name}" for name in ("po", "po_read", "plurals")},
+    **{f"mtkit.formats.{name}": f"mtkit.formats.xml.{name}" for name in (
+        "markup", "html", "xml_runs", "xml_paragraph", "xml_dialects")},
+    **{f"mtkit.formats.{name}": f"mtkit.formats.zipped.{name}" for name in (
+        "ziparts", "office", "opendocument", "epub")},
+    **{f"mtkit.formats.{name}": f"mtkit.formats.captions.{name}" for name in ("subtitles", "subtitle_text")},
+    **{f"mtkit.formats.{name}": f"mtkit.formats.interchange.{name}" for name in ("xliff", "xliff_inline")},
+    "mtkit.formats.plaintext": "mtkit.formats.text.plaintext",
+    "mtkit.formats.placeholders": "mtkit.placeholders.strings",
+    **{f"mtkit.formats.{name}": f"mtkit.placeholders.{name}" for name in ("masking", "syntaxes", "icu")},
 }
 
 

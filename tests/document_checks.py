@@ -1,5 +1,5 @@
 """Checks of a translated office document or book against its source, shared by the tests of
-formats/office.py, opendocument.py, epub.py and bench/studies/documents.py:
+formats/zipped/office.py, opendocument.py, epub.py and bench/studies/documents.py:
 
 - it reopens in its own library (python-docx, python-pptx, openpyxl, odfpy, ebooklib), with the same
   counts (paragraphs, tables, slides, cells, chapters) — ``counts``;

@@ -18,7 +18,7 @@ from mtkit.data.bpe import Bpe
 from mtkit.data.markup_augment import augment_pair, augment_pairs
 from mtkit.data.prepare import prepare
 from mtkit.data.shards import ParallelData
-from mtkit.formats.syntaxes import kept, placeholders
+from mtkit.placeholders.syntaxes import kept, placeholders
 from mtkit.vocab import UNK_ID
 
 WORDS = ["open", "the", "file", "save", "now", "close", "window", "print", "page", "list"]

@@ -1,5 +1,5 @@
 """Files that do not say their charset (SubRip, plain text): a legacy charset is read, written back the
-same, and said (mtkit.formats.charsets); --encoding is taken as given; what cannot be decided is refused
+same, and said (mtkit.formats.text.charsets); --encoding is taken as given; what cannot be decided is refused
 naming its line; a translation the charset cannot write is left as it was."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from cli_helpers import assert_one_error_line  # noqa: E402
 from test_translator import exact, run_cli  # noqa: E402, F401
 
 from mtkit.errors import ConfigError, DataError  # noqa: E402
-from mtkit.formats.charsets import guess_legacy  # noqa: E402
 from mtkit.formats.documents import translate_document  # noqa: E402
+from mtkit.formats.text.charsets import guess_legacy  # noqa: E402
 
 SRT = ("1\r\n00:00:01,000 --> 00:00:02,000\r\nCafé crème, déjà vu — “quoted”.\r\n\r\n"
        "2\r\n00:00:03,000 --> 00:00:04,000\r\nÜber Größe müssen wir reden.\r\n")

@@ -1,4 +1,4 @@
-"""EPUB books (mtkit.formats.epub): each XHTML content document through the XHTML page path, the NCX's
+"""EPUB books (mtkit.formats.zipped.epub): each XHTML content document through the XHTML page path, the NCX's
 titles, dc:language set to the target; every other file byte for byte, mimetype first and stored;
 each output reopens in ebooklib with the same items, spine and table of contents."""
 
@@ -18,7 +18,7 @@ from document_checks import counts, entries, untouched, upper  # noqa: E402
 
 from mtkit.errors import DataError  # noqa: E402
 from mtkit.formats.documents import DocumentJob  # noqa: E402
-from mtkit.formats.epub import translate_epub  # noqa: E402
+from mtkit.formats.zipped.epub import translate_epub  # noqa: E402
 
 
 def book_bytes() -> bytes:

@@ -1,4 +1,4 @@
-"""HTML and XHTML (mtkit.formats.html, `mtkit translate --format html`): bytes in, bytes out. Each
+"""HTML and XHTML (mtkit.formats.xml.html, `mtkit translate --format html`): bytes in, bytes out. Each
 block's run of text and inline tags is one string for the model, its tags come back inside it (moved
 as the translation needs, each with its own attributes), and every byte outside the translated runs
 is the input's: whitespace, entities, comments, doctype, XML declaration, BOM, line endings."""
@@ -20,8 +20,8 @@ from lxml import etree
 from lxml import html as lxml_html
 
 from mtkit.errors import DataError
-from mtkit.formats.html import _Page, translate_page_bytes, translate_page_text
-from mtkit.formats.placeholders import translate_strings
+from mtkit.formats.xml.html import _Page, translate_page_bytes, translate_page_text
+from mtkit.placeholders.strings import translate_strings
 
 PAGE = """<div class="help" id="top"><h1 id="t">Saving <em>your</em> work</h1>
 <p>Click <a href="/save" title="Save it">Save <b>now</b></a> and run <code>make &amp;&amp; go</code>.
@@ -53,7 +53,7 @@ def upper(lines: list[str]) -> list[str]:
 def translate(text: str, model=upper, calls: list | None = None, name: str = "page.html",
               tgt: str = "de", rescue: bool = True) -> tuple[str, object]:
     """``text`` translated by ``model``; ``rescue=False``: a run the model breaks is left (what the page's
-    checks do with a model's own translation, without sentinels or position: formats/masking.py)."""
+    checks do with a model's own translation, without sentinels or position: placeholders/masking.py)."""
     def recording(lines):
         if calls is not None:
             calls.extend(lines)

@@ -1,7 +1,8 @@
-"""Office Open XML documents (mtkit.formats.office on formats/xml_runs.py and formats/ziparts.py): each
-paragraph's runs are one string for the model with their formatting as numbered tags, rebuilt with
-their own properties; every zip entry outside the translated parts comes back byte for byte; each
-output reopens in its own library (python-docx, python-pptx, openpyxl) with the same counts."""
+"""Office Open XML documents (mtkit.formats.zipped.office on formats/xml/xml_runs.py and
+formats/zipped/ziparts.py): each paragraph's runs are one string for the model with their formatting
+as numbered tags, rebuilt with their own properties; every zip entry outside the translated parts comes
+back byte for byte; each output reopens in its own library (python-docx, python-pptx, openpyxl) with
+the same counts."""
 
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ from document_checks import counts, entries, hostile, paragraph_shapes, untouche
 
 from mtkit.errors import DataError  # noqa: E402
 from mtkit.formats.documents import DocumentJob  # noqa: E402
-from mtkit.formats.office import translate_docx, translate_pptx, translate_xlsx  # noqa: E402
-from mtkit.formats.placeholders import translate_strings  # noqa: E402
+from mtkit.formats.zipped.office import translate_docx, translate_pptx, translate_xlsx  # noqa: E402
+from mtkit.placeholders.strings import translate_strings  # noqa: E402
 
 
 def job(model=upper, calls: list | None = None, tgt: str = "de", rescue: bool = True) -> DocumentJob:
@@ -414,8 +415,8 @@ def test_cli_translates_a_docx_with_a_tiny_model(tmp_path):
 
 
 def test_a_break_before_the_first_words_or_after_the_last_comes_back_as_it_was():
-    from mtkit.formats.office import DRAWING
-    from mtkit.formats.xml_runs import Part, translate_parts
+    from mtkit.formats.xml.xml_runs import Part, translate_parts
+    from mtkit.formats.zipped.office import DRAWING
 
     text = ('<p:sld xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main" '
             'xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main"><a:p>'

@@ -1,4 +1,4 @@
-"""OpenDocument text and presentations (mtkit.formats.opendocument): each paragraph's spans, links,
+"""OpenDocument text and presentations (mtkit.formats.zipped.opendocument): each paragraph's spans, links,
 spaces, tabs and line breaks kept around its translation, notes and comments translated as paragraphs
 of their own in place, headers and footers of styles.xml translated, every other entry byte for byte;
 each output reopens in odfpy with the same counts."""
@@ -26,7 +26,7 @@ from document_checks import counts, entries, paragraph_shapes, untouched, upper 
 
 from mtkit.errors import DataError  # noqa: E402
 from mtkit.formats.documents import DocumentJob  # noqa: E402
-from mtkit.formats.opendocument import translate_odp, translate_odt  # noqa: E402
+from mtkit.formats.zipped.opendocument import translate_odp, translate_odt  # noqa: E402
 
 
 def saved(document) -> bytes:

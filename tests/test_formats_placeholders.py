@@ -1,4 +1,4 @@
-"""Placeholders survive translation by construction (mtkit.formats.placeholders): found in every form,
+"""Placeholders survive translation by construction (mtkit.placeholders.strings): found in every form,
 taken out where they are structure (ends, line breaks, accelerators), checked in every translation,
 retried as constraints, and a string whose translation would still break one is left untranslated
 with the reason. Stub "models" make each failure happen on purpose; `--placeholders` is checked on a
@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mtkit.errors import DataError
-from mtkit.formats.placeholders import kept, placeholders, syntax_for, translate_strings
+from mtkit.placeholders.strings import kept, placeholders, syntax_for, translate_strings
 
 
 @pytest.mark.parametrize("text", [

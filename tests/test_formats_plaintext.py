@@ -1,4 +1,4 @@
-"""Plain text as one document (mtkit.formats.plaintext, the server's .txt files and the Python API):
+"""Plain text as one document (mtkit.formats.text.plaintext, the server's .txt files and the Python API):
 every line with words translated with its placeholders kept; empty lines, the whitespace at each
 line's ends, each line's ending and the BOM as they were."""
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from mtkit.errors import DataError
 from mtkit.formats.documents import DocumentJob, translate_document
-from mtkit.formats.plaintext import translate_text
+from mtkit.formats.text.plaintext import translate_text
 
 
 def upper(lines: list[str]) -> list[str]:

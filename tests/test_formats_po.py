@@ -1,4 +1,4 @@
-"""gettext catalogs (mtkit.formats.po, `mtkit translate` on .po/.pot): the untranslated entries get a
+"""gettext catalogs (mtkit.formats.gettext.po, `mtkit translate` on .po/.pot): the untranslated entries get a
 translation flagged fuzzy, plural entries every form the language needs, a .pot a usable header, and
 everything else keeps its bytes; `msgfmt --check --use-fuzzy` accepts every catalog written; a
 malformed catalog is one error naming the line, with nothing written; a second run changes nothing."""
@@ -16,8 +16,8 @@ import pytest
 from cli_helpers import Result, run_mtkit
 
 from mtkit.errors import DataError
-from mtkit.formats.placeholders import kept, syntax_for
-from mtkit.formats.po import translate_catalog_bytes
+from mtkit.formats.gettext.po import translate_catalog_bytes
+from mtkit.placeholders.strings import kept, syntax_for
 
 needs_msgfmt = pytest.mark.skipif(shutil.which("msgfmt") is None,
                                   reason="GNU gettext's msgfmt is not installed (Debian package gettext)")
@@ -297,7 +297,7 @@ def drop_marks(lines: list[str]) -> list[str]:
 
 def test_each_format_flag_protects_its_own_syntax(tmp_path):
     # a model that writes no markup at all: each entry's placeholders, in its flag's syntax, come back
-    # by sentinels (formats/masking.py) and the catalog stays valid
+    # by sentinels (placeholders/masking.py) and the catalog stays valid
     out, report = translate_text(FAMILIES, model=drop_marks, fuzzy=False)
     assert report.translated == 7 and report.left == []
     written = polib.pofile(out)
@@ -422,6 +422,6 @@ def test_plain_text_translation_does_not_import_the_catalog_machinery():
     # Babel (plural rules) and the catalog reader load where a catalog is read: a plain-text run and
     # start-up never pay for them
     code = ("import sys; import mtkit.cli.app, mtkit.translate.protected\n"
-            "print(sorted(m for m in sys.modules if m.startswith(('babel', 'mtkit.formats.po'))))\n")
+            "print(sorted(m for m in sys.modules if m.startswith(('babel', 'mtkit.formats.gettext.po'))))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

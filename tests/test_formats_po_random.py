@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from mtkit.formats.placeholders import kept, syntax_for
-from mtkit.formats.po import escape, translate_catalog_bytes
-from mtkit.formats.po_read import read
+from mtkit.formats.gettext.po import escape, translate_catalog_bytes
+from mtkit.formats.gettext.po_read import read
+from mtkit.placeholders.strings import kept, syntax_for
 
 WORDS = ["file", "open", "save", "the", "cannot", "read", "write", "error", "Done", "items", "Exit"]
 #: per format flag, placeholders of its syntax (None: an unflagged entry)

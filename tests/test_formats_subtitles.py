@@ -1,5 +1,5 @@
-"""SubRip and WebVTT subtitles (mtkit.formats.subtitles, `mtkit translate -i x.srt`): the text of each
-cue translated with its styling tags, every other byte as it was; a sentence across cues translated
+"""SubRip and WebVTT subtitles (mtkit.formats.captions.subtitles, `mtkit translate -i x.srt`): the text of
+each cue translated with its styling tags, every other byte as it was; a sentence across cues translated
 as one and split back by length; malformed files refused in one line naming the line."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mtkit.errors import DataError
+from mtkit.formats.captions.subtitles import read_srt, read_vtt, translate_srt, translate_vtt
 from mtkit.formats.documents import DocumentJob
-from mtkit.formats.subtitles import read_srt, read_vtt, translate_srt, translate_vtt
 
 SRT = """1
 00:00:01,000 --> 00:00:04,000
@@ -297,7 +297,7 @@ def test_random_webvtt_through_a_hostile_model_keeps_identifiers_timings_and_tag
 
 
 def test_a_split_follows_the_lengths_of_the_source_cues_and_lines_are_balanced():
-    from mtkit.formats.subtitle_text import balanced, split_by_length
+    from mtkit.formats.captions.subtitle_text import balanced, split_by_length
 
     text = "aa bb cc dd ee ff gg hh ii jj"
     assert split_by_length(text, [1, 3]) == ["aa bb cc", "dd ee ff gg hh ii jj"]  # 8 of 29: nearest 1/4

@@ -1,5 +1,5 @@
-"""XLIFF 1.2 and 2.0 (mtkit.formats.xliff): the targets still to write are filled and marked as machine
-suggestions, the others left as they are, inline codes kept with their ids; every other byte of the
+"""XLIFF 1.2 and 2.0 (mtkit.formats.interchange.xliff): the targets still to write are filled and marked as
+machine suggestions, the others left as they are, inline codes kept with their ids; every other byte of the
 file as it was; ill-formed files refused in one line."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from translate.storage import xliff2 as ttk_xliff2
 
 from mtkit.errors import DataError
 from mtkit.formats.documents import DocumentJob
-from mtkit.formats.xliff import translate_xliff
+from mtkit.formats.interchange.xliff import translate_xliff
 
 XLIFF_12 = """<?xml version="1.0" encoding="UTF-8"?>
 <xliff version="1.2" xmlns="urn:oasis:names:tc:xliff:document:1.2">

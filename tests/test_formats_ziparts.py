@@ -1,4 +1,4 @@
-"""Zip packages rewritten with only some parts changed (mtkit.formats.ziparts): every other entry's
+"""Zip packages rewritten with only some parts changed (mtkit.formats.zipped.ziparts): every other entry's
 local record and data come back byte for byte, each entry keeps its name, order, compression method,
 timestamp, attributes, extra field and comment; what is no sound zip is refused in one line."""
 
@@ -11,7 +11,7 @@ import zipfile
 import pytest
 
 from mtkit.errors import DataError
-from mtkit.formats.ziparts import Package, open_package
+from mtkit.formats.zipped.ziparts import Package, open_package
 
 
 def archive() -> bytes:

@@ -1,4 +1,4 @@
-"""The sentinels and the placement of formats/masking.py with what a weak model does to them: a quoted
+"""The sentinels and the placement of placeholders/masking.py with what a weak model does to them: a quoted
 placeholder (``"%s"``) is one sentinel and one slot, so the masked source's words are the stripped
 source's words and the alignment can be used; every ``%`` that printf reads is out of the model's
 reach, so gcc's quotes (``%<if%>``) it repeats and directives it invents (``%qD``) are taken out.
@@ -11,9 +11,9 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mtkit.formats import masking
-from mtkit.formats.placeholders import kept, translate_strings
-from mtkit.formats.syntaxes import GENERIC, guarded
+from mtkit.placeholders import masking
+from mtkit.placeholders.strings import kept, translate_strings
+from mtkit.placeholders.syntaxes import GENERIC, guarded
 
 
 def test_a_placeholder_alone_in_quotes_or_brackets_goes_with_them_and_words_are_counted_as_given():

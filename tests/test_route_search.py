@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 from mtkit.decode.translation import Candidate, Translation  # noqa: E402
-from mtkit.formats.placeholders import translate_strings  # noqa: E402
+from mtkit.placeholders.strings import translate_strings  # noqa: E402
 from mtkit.serve import route_search  # noqa: E402
 from mtkit.serve.route_search import RouteSearch  # noqa: E402
 

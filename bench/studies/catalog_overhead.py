@@ -34,7 +34,7 @@ print(time.perf_counter() - start)
 
 def catalog(data: Path, entries: int, path: Path) -> None:
     """The speed catalog of bench/studies/formats.py: ``entries`` training source lines as msgids."""
-    from mtkit.formats.po import escape
+    from mtkit.formats.gettext.po import escape
 
     lines, seen = [], set()
     with gzip.open(data / "train.en.gz", "rt", encoding="utf-8") as f:

@@ -372,8 +372,8 @@ def msgfmt_errors(path: Path) -> tuple[int, list[str]]:
 def translate_api(data: bytes, name: str, lang: str, fake: Callable) -> tuple[bytes, list[str], str, str]:
     """translate_document's bytes API; while it is not there yet, HEAD's text path (read_catalog,
     translate_catalog, write_catalog) as translate_document ran it."""
-    from mtkit.formats import po
     from mtkit.formats.documents import translate_document
+    from mtkit.formats.gettext import po
 
     if hasattr(po, "translate_catalog_bytes"):
         result = translate_document(
@@ -382,7 +382,7 @@ def translate_api(data: bytes, name: str, lang: str, fake: Callable) -> tuple[by
         return result.data, result.left, result.summary, "translate_document(bytes)"
     from functools import partial
 
-    from mtkit.formats.placeholders import translate_strings
+    from mtkit.placeholders.strings import translate_strings
 
     text = data.decode("utf-8")
     catalog = po.read_catalog(text, name)

@@ -1,4 +1,4 @@
-"""Real office documents and books through formats/office.py, opendocument.py and epub.py with an
+"""Real office documents and books through formats/zipped/office.py, opendocument.py and epub.py with an
 upper-casing stub model (no model cost, every tag kept in place), each checked with
 tests/document_checks.py: it reopens in its own library with the same counts, every zip entry outside
 the translated parts is byte-equal and in its place, and per paragraph the text (case aside) and the

@@ -31,7 +31,7 @@ import polib
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from mtkit.formats.placeholders import kept, placeholders  # noqa: E402
+from mtkit.placeholders.strings import kept, placeholders  # noqa: E402
 
 PACKAGES = ("grep", "sed", "diffutils", "nano", "apt")
 

@@ -1,5 +1,5 @@
 """How many strings with placeholders a model translates, and how well, along each path of
-`translate_strings` (mtkit/formats/placeholders.py, masking.py): the deb-en-de test lines holding a
+`translate_strings` (mtkit/placeholders/strings.py, masking.py): the deb-en-de test lines holding a
 printf directive, brace or dollar placeholder, tag or entity, translated
 
 - plain (no protection: the model's own best);
@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from mtkit.decode.formats_adapter import search_functions  # noqa: E402
 from mtkit.decode.translator import Translator  # noqa: E402
-from mtkit.formats.placeholders import kept, placeholders, translate_strings  # noqa: E402
 from mtkit.options import LoadOptions, SearchOptions  # noqa: E402
+from mtkit.placeholders.strings import kept, placeholders, translate_strings  # noqa: E402
 
 #: path → (masking, rescue); None: the plain translation
 PATHS = {"placeholders, rescue off": ("never", False),

@@ -152,8 +152,8 @@ def check_subtitle(path: Path, model, model_name: str) -> dict:
     import webvtt
 
     from mtkit.errors import DataError
+    from mtkit.formats.captions.subtitles import read_srt, read_vtt, translate_srt, translate_vtt
     from mtkit.formats.documents import DocumentJob
-    from mtkit.formats.subtitles import read_srt, read_vtt, translate_srt, translate_vtt
 
     vtt = path.suffix == ".vtt"
     data = path.read_bytes()
@@ -216,7 +216,7 @@ def check_xliff(path: Path, model, model_name: str, retranslate: bool) -> dict:
 
     from mtkit.errors import DataError
     from mtkit.formats.documents import DocumentJob
-    from mtkit.formats.xliff import translate_xliff
+    from mtkit.formats.interchange.xliff import translate_xliff
 
     data = path.read_bytes()
     lang = re.search(rb'target-language="([^"]+)"', data) or re.search(rb"\.(\w+)\.xlf$", path.name.encode())
@@ -301,9 +301,9 @@ def speed() -> None:
     WebVTT file and the largest XLIFF catalog, three rounds."""
     import time
 
+    from mtkit.formats.captions.subtitles import translate_vtt
     from mtkit.formats.documents import DocumentJob
-    from mtkit.formats.subtitles import translate_vtt
-    from mtkit.formats.xliff import translate_xliff
+    from mtkit.formats.interchange.xliff import translate_xliff
 
     files = sorted((WORK / "files").rglob("*.*"), key=lambda p: p.stat().st_size)
     vtt = [p for p in files if p.suffix == ".vtt"][-1]

@@ -31,10 +31,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from mtkit.decode.formats_adapter import search_functions  # noqa: E402
 from mtkit.decode.translator import Translator  # noqa: E402
-from mtkit.formats import masking  # noqa: E402
-from mtkit.formats.html import translate_page_text  # noqa: E402
-from mtkit.formats.placeholders import GENERIC, kept, translate_strings  # noqa: E402
+from mtkit.formats.xml.html import translate_page_text  # noqa: E402
 from mtkit.options import LoadOptions, SearchOptions  # noqa: E402
+from mtkit.placeholders import masking  # noqa: E402
+from mtkit.placeholders.strings import GENERIC, kept, translate_strings  # noqa: E402
 
 _PAIR = re.compile(r"<([A-Za-z]\w*)(?:\s[^>]*)?>(.*?)</\1>")
 _TAG = re.compile(r"</?[A-Za-z]\w*(?:\s[^>]*)?>")

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from mtkit.formats.syntaxes import PLACEHOLDER
+from mtkit.placeholders.syntaxes import PLACEHOLDER
 from mtkit.textio import read_lines
 
 #: a whitespace token split into leading punctuation, its core and trailing punctuation

@@ -14,7 +14,7 @@ import copy
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
-from mtkit.formats.placeholders import ConstrainedFn, TranslateFn
+from mtkit.placeholders.strings import ConstrainedFn, TranslateFn
 from mtkit.vocab import UNK_ID
 
 

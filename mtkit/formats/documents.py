@@ -15,8 +15,8 @@ from functools import partial
 from pathlib import Path
 
 from mtkit.errors import ConfigError
-from mtkit.formats.charsets import check_encoding
-from mtkit.formats.placeholders import ConstrainedFn, Outcome, TranslateFn, placed_by_guess, translate_strings
+from mtkit.formats.text.charsets import check_encoding
+from mtkit.placeholders.strings import ConstrainedFn, Outcome, TranslateFn, placed_by_guess, translate_strings
 
 #: A format name (a key of HANDLERS), or "text" for plain lines
 Format = str
@@ -35,7 +35,7 @@ class DocumentJob:
     retranslate: bool = False
     fuzzy: bool = True
     encoding: str = ""  # the charset of a file that does not say its own (text, SubRip): --encoding
-    src_lang: str = ""  # the language the file is in: its legacy charset is tried (formats/charsets.py)
+    src_lang: str = ""  # the language the file is in: its legacy charset is tried (formats/text/charsets.py)
     writable: str = ""  # the legacy charset the file is written back in: translations it cannot write fail
     guessed: list[int] = field(default_factory=list)  # per call of strings: placements guessed
 
@@ -96,29 +96,31 @@ class Handler:
 #: Every document format, by the name --format takes. Each function has the signature ``Translate``:
 #: (bytes of the file, its name for messages, the job) -> DocumentResult.
 HANDLERS: dict[str, Handler] = {
-    "text": Handler("mtkit.formats.plaintext", "translate_text", (".txt",), "text/plain", "plain text"),
+    "text": Handler("mtkit.formats.text.plaintext", "translate_text", (".txt",), "text/plain", "plain text"),
     "po": Handler("mtkit.formats.documents", "translate_catalog", (".po", ".pot"),
                   "text/x-gettext-translation", "gettext catalog"),
     "html": Handler("mtkit.formats.documents", "translate_page", (".html", ".htm", ".xhtml"), "text/html",
                     "HTML/XHTML page"),
-    "srt": Handler("mtkit.formats.subtitles", "translate_srt", (".srt",), "application/x-subrip",
+    "srt": Handler("mtkit.formats.captions.subtitles", "translate_srt", (".srt",), "application/x-subrip",
                    "SubRip subtitles"),
-    "vtt": Handler("mtkit.formats.subtitles", "translate_vtt", (".vtt",), "text/vtt", "WebVTT subtitles"),
-    "xliff": Handler("mtkit.formats.xliff", "translate_xliff", (".xlf", ".xliff"), "application/xliff+xml",
-                     "XLIFF 1.2/2.0"),
-    "docx": Handler("mtkit.formats.office", "translate_docx", (".docx",),
+    "vtt": Handler("mtkit.formats.captions.subtitles", "translate_vtt", (".vtt",), "text/vtt",
+                   "WebVTT subtitles"),
+    "xliff": Handler("mtkit.formats.interchange.xliff", "translate_xliff", (".xlf", ".xliff"),
+                     "application/xliff+xml", "XLIFF 1.2/2.0"),
+    "docx": Handler("mtkit.formats.zipped.office", "translate_docx", (".docx",),
                     "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
                     "Word document"),
-    "pptx": Handler("mtkit.formats.office", "translate_pptx", (".pptx",),
+    "pptx": Handler("mtkit.formats.zipped.office", "translate_pptx", (".pptx",),
                     "application/vnd.openxmlformats-officedocument.presentationml.presentation",
                     "PowerPoint presentation"),
-    "xlsx": Handler("mtkit.formats.office", "translate_xlsx", (".xlsx",),
+    "xlsx": Handler("mtkit.formats.zipped.office", "translate_xlsx", (".xlsx",),
                     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "Excel workbook"),
-    "odt": Handler("mtkit.formats.opendocument", "translate_odt", (".odt",),
+    "odt": Handler("mtkit.formats.zipped.opendocument", "translate_odt", (".odt",),
                    "application/vnd.oasis.opendocument.text", "OpenDocument text"),
-    "odp": Handler("mtkit.formats.opendocument", "translate_odp", (".odp",),
+    "odp": Handler("mtkit.formats.zipped.opendocument", "translate_odp", (".odp",),
                    "application/vnd.oasis.opendocument.presentation", "OpenDocument presentation"),
-    "epub": Handler("mtkit.formats.epub", "translate_epub", (".epub",), "application/epub+zip", "EPUB book"),
+    "epub": Handler("mtkit.formats.zipped.epub", "translate_epub", (".epub",), "application/epub+zip",
+                    "EPUB book"),
 }
 #: the formats whose files do not say their charset: --encoding applies to them
 ENCODING_FORMATS = ("text", "srt")
@@ -165,8 +167,8 @@ def translate_document(data: bytes, name: str, fmt: Format, tgt_lang: str, plain
 
 
 def translate_catalog(data: bytes, name: str, job: DocumentJob) -> DocumentResult:
-    """A gettext catalog (formats/po.py)."""
-    from mtkit.formats import po  # here: a plain-text run never pays for the catalog reader
+    """A gettext catalog (formats/gettext/po.py)."""
+    from mtkit.formats.gettext import po  # here: a plain-text run never pays for the catalog reader
 
     out, report = po.translate_catalog_bytes(data, name, job.plain, job.constrained, job.tgt_lang,
                                              job.retranslate, job.fuzzy)
@@ -177,8 +179,8 @@ def translate_catalog(data: bytes, name: str, job: DocumentJob) -> DocumentResul
 
 
 def translate_page(data: bytes, name: str, job: DocumentJob) -> DocumentResult:
-    """An HTML or XHTML page (formats/html.py)."""
-    from mtkit.formats import html
+    """An HTML or XHTML page (formats/xml/html.py)."""
+    from mtkit.formats.xml import html
 
     out, page = html.translate_page_bytes(data, name, job.strings, job.tgt_lang)
     summary = (f"{name}: {page.translated} of {page.runs} text runs translated, "
@@ -190,7 +192,7 @@ def translate_html_text(text: str, name: str, tgt_lang: str, plain: TranslateFn,
                         constrained: ConstrainedFn | None = None) -> str:
     """An HTML page or fragment given as text (the server's ``format: html``), translated as
     ``translate_document`` translates a page file; the text out."""
-    from mtkit.formats import html
+    from mtkit.formats.xml import html
 
     strings = partial(translate_strings, translate=plain, constrained=constrained)
     return html.translate_page_text(text, name, strings, tgt_lang)[0]

@@ -19,8 +19,8 @@ from xml.etree.ElementTree import ParseError
 from mtkit.decode.translation import Candidate, Translation
 from mtkit.errors import ConfigError, MtkitError
 from mtkit.formats.documents import DocumentResult, Format, translate_document, translate_html_text
-from mtkit.formats.placeholders import ConstrainedFn, TranslateFn
 from mtkit.langid import Guess
+from mtkit.placeholders.strings import ConstrainedFn, TranslateFn
 from mtkit.serve.batcher import QueueFull, Settings
 from mtkit.serve.bodies import HTTPError
 from mtkit.serve.context import Server
@@ -129,7 +129,7 @@ def search_pair(server: Server, route: Route) -> tuple[TranslateFn, ConstrainedF
 
 
 async def translate_pages(server: Server, routes: list[Route | None], texts: list[str]) -> list[str]:
-    """format html: each text a page or fragment translated with its tags (mtkit.formats.html),
+    """format html: each text a page or fragment translated with its tags (mtkit.formats.xml.html),
     off the event loop; a run whose translation would lose or unnest a tag stays as it was.
     Through a pivot, each run's first-leg best is what the last leg translates."""
     def page(route: Route | None, text: str) -> str:

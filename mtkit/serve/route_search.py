@@ -1,5 +1,5 @@
 """A route of `mtkit serve` (one model, or two through the pivot) as the search function the formats
-take (mtkit.formats.placeholders), for documents and pages translated in a worker thread: the same
+take (mtkit.placeholders.strings), for documents and pages translated in a worker thread: the same
 function `mtkit translate` makes of a Translator (mtkit.decode.formats_adapter), but each search sent
 to the models' batchers, so that a document's sentences are batched with every other request's.
 

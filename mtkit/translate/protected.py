@@ -13,7 +13,7 @@ from mtkit.decode.translation import one_line
 from mtkit.decode.translator import LoadOptions, SearchOptions, Translator
 from mtkit.errors import ConfigError
 from mtkit.formats.documents import Format, translate_document
-from mtkit.formats.placeholders import placed_by_guess, translate_strings
+from mtkit.placeholders.strings import placed_by_guess, translate_strings
 from mtkit.textio import read_bytes, warn, write_bytes
 from mtkit.translate.options import OutputOptions
 from mtkit.translate.progress import GrowingBar

@@ -2,7 +2,7 @@
 
 Their structure is code (the argument's name, ``plural``/``select``/``selectordinal``, ``offset:1``, the
 selectors ``one``, ``=0``, ``other``, the braces, ``#``); only the message of each branch is text. So a
-string holding one is translated in parts (formats/placeholders.py): the text around it with the
+string holding one is translated in parts (placeholders/strings.py): the text around it with the
 argument standing as a short placeholder (``{count}``), and each branch's message as a string of its own
 (``# file``, where ``#`` is a placeholder in plural branches), then put together again in the same
 structure. ICU's apostrophe quoting (``'{'``, ``''``) is respected when braces are matched.

@@ -35,11 +35,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from mtkit.errors import DataError
-from mtkit.formats import markup
-from mtkit.formats.markup import Node
-from mtkit.formats.placeholders import Outcome
-from mtkit.formats.xml_dialects import Dialect, Run, for_xml, write_text
-from mtkit.formats.xml_paragraph import (
+from mtkit.formats.xml import markup
+from mtkit.formats.xml.markup import Node
+from mtkit.formats.xml.xml_dialects import Dialect, Run, for_xml, write_text
+from mtkit.formats.xml.xml_paragraph import (
     BreakItem,
     Item,
     Key,
@@ -50,6 +49,7 @@ from mtkit.formats.xml_paragraph import (
     has_words,
     label_paragraph,
 )
+from mtkit.placeholders.strings import Outcome
 
 StringsFn = Callable[[list[str]], list[Outcome]]
 _LABEL = re.compile(r"<(/?)([A-Za-z][\w.-]*)(/?)>")

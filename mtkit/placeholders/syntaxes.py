@@ -5,7 +5,7 @@ placeholders, Symfony's ``%name%`` and Twig's ``{{ name }}``, ICU simple argumen
 serves plain text and unflagged catalog entries; a gettext format flag (``qt-format``,
 ``python-brace-format`` …) puts its syntax's own forms first (``syntax_for``). ``kept`` is the one
 check every translation of a string with placeholders passes before it is written
-(formats/placeholders.py): the same placeholders as a multiset, printf's ordered directives in order,
+(placeholders/strings.py): the same placeholders as a multiset, printf's ordered directives in order,
 tags nested as they were, and in a printf syntax no ``%`` that printf would read.
 """
 
@@ -160,7 +160,7 @@ _GUARDED: dict[Syntax, Syntax] = {}
 
 def guarded(source: str, syntax: Syntax = GENERIC) -> Syntax:
     """The syntax whose matches are taken out of ``source`` when it is masked or translated without its
-    placeholders (formats/masking.py): ``syntax``, and where ``kept`` reads printf (``reads_printf``),
+    placeholders (placeholders/masking.py): ``syntax``, and where ``kept`` reads printf (``reads_printf``),
     every other ``%`` too, so that the model is given none to duplicate and those it invents can be
     told apart and taken out."""
     if not reads_printf(source, syntax):

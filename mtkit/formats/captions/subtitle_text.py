@@ -8,10 +8,10 @@ keeps its own source when written back. A tag without its pair, a WebVTT timesta
 and an ASS override (``{\\an8}``) travel as one empty label (``<t1/>``, ``<x1/>``); those at the start
 or end of a cue (with a speaker's dash) stay where they are and never reach the model.
 
-A translation is written back only when it keeps every label once (formats/placeholders.py checked
+A translation is written back only when it keeps every label once (placeholders/strings.py checked
 that), nests them as the source did, leaves words in each tag that had some and keeps the timestamps
 in their order; else the cue stays as it was. XLIFF's inline codes are labelled the same way
-(formats/xliff_inline.py) and written back by ``check`` and ``written`` here.
+(formats/interchange/xliff_inline.py) and written back by ``check`` and ``written`` here.
 """
 
 from __future__ import annotations

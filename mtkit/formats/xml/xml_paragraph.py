@@ -1,6 +1,6 @@
 """A paragraph of an XML document part as the items it is made of (text with its formatting, breaks,
 and what is no text) and as one string for the model with its formatting as inline tags; see
-formats/xml_runs.py, which reads the paragraphs of a part and writes their translations back.
+formats/xml/xml_runs.py, which reads the paragraphs of a part and writes their translations back.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from mtkit.formats.xml_dialects import Run
+from mtkit.formats.xml.xml_dialects import Run
 
 #: a run's language and spelling marks: no formatting, so runs that differ only in them are one
 _MARKS = re.compile(r'<w:lang\b[^>]*/>|<w:noProof\s*/>|\s(?:lang|altLang|dirty|err|noProof)="[^"]*"')

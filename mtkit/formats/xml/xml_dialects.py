@@ -1,4 +1,4 @@
-"""How each XML vocabulary of the office formats writes the text of a run (formats/xml_runs.py reads
+"""How each XML vocabulary of the office formats writes the text of a run (formats/xml/xml_runs.py reads
 the paragraphs and rebuilds them; this is the part that differs by vocabulary): WordprocessingML's
 ``<w:t xml:space="preserve">`` with ``<w:tab/>`` and ``<w:br/>``, DrawingML's ``<a:t>`` with ``<a:br>``
 between runs, SpreadsheetML's ``<t>``, OpenDocument's character data with ``<text:s/>``,

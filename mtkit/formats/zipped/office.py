@@ -1,6 +1,6 @@
 """Office Open XML documents (.docx, .pptx, .xlsx): the text of their paragraphs translated with each
-run's formatting kept (formats/xml_runs.py), every other part of the package byte for byte
-(formats/ziparts.py).
+run's formatting kept (formats/xml/xml_runs.py), every other part of the package byte for byte
+(formats/zipped/ziparts.py).
 
 Translated parts:
 
@@ -29,11 +29,11 @@ import re
 from collections.abc import Callable
 
 from mtkit.errors import DataError
-from mtkit.formats import markup
 from mtkit.formats.documents import DocumentJob, DocumentResult
-from mtkit.formats.xml_dialects import Dialect
-from mtkit.formats.xml_runs import translate_package_parts
-from mtkit.formats.ziparts import Package, open_package
+from mtkit.formats.xml import markup
+from mtkit.formats.xml.xml_dialects import Dialect
+from mtkit.formats.xml.xml_runs import translate_package_parts
+from mtkit.formats.zipped.ziparts import Package, open_package
 
 WORD = Dialect(
     "word", paragraphs=frozenset({"w:p"}), runs=frozenset({"w:r"}), run_props=frozenset({"w:rPr"}),
@@ -120,7 +120,7 @@ def _natural(names: list[str]) -> list[str]:
 
 
 def _what(package: Package) -> str:
-    from mtkit.formats.ziparts import package_kind
+    from mtkit.formats.zipped.ziparts import package_kind
 
     found = package_kind(package)
     return f" (it is {found})" if found else ""

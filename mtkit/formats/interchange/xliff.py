@@ -15,10 +15,10 @@ Which units are filled:
 - A 1.2 unit segmented by ``<seg-source>`` gets each ``<mrk mtype="seg">`` translated inside a copy
   of the segmented source, so its target has the same segments.
 
-Inline codes are kept with their ids (formats/xliff_inline.py); a translation that loses, doubles or
-unnests one leaves its unit as it was, reported. The file's target language is added where missing
+Inline codes are kept with their ids (formats/interchange/xliff_inline.py); a translation that loses,
+doubles or unnests one leaves its unit as it was, reported. The file's target language is added where missing
 (1.2 ``target-language`` on each ``<file>``, 2.0 ``trgLang`` on ``<xliff>``); one naming another
-language than the model's is refused. The file is read as written (formats/markup.py) and each change
+language than the model's is refused. The file is read as written (formats/xml/markup.py) and each change
 spliced into its bytes; its encoding (UTF-8, UTF-16 with a BOM, what its declaration names) and BOM are
 kept. Ill-formed XML is refused in one line naming the file and line.
 """
@@ -29,11 +29,12 @@ import re
 from dataclasses import dataclass, field
 
 from mtkit.errors import DataError
-from mtkit.formats import markup, subtitle_text
+from mtkit.formats.captions import subtitle_text
 from mtkit.formats.documents import DocumentJob, DocumentResult
-from mtkit.formats.markup import Node, Token
-from mtkit.formats.placeholders import placed_by_guess
-from mtkit.formats.xliff_inline import labelled_content
+from mtkit.formats.interchange.xliff_inline import labelled_content
+from mtkit.formats.xml import markup
+from mtkit.formats.xml.markup import Node, Token
+from mtkit.placeholders.strings import placed_by_guess
 
 _FILL_1 = frozenset(("new", "needs-translation"))
 _SIGNED_1 = frozenset(("final", "signed-off"))

@@ -9,7 +9,7 @@ empty label kept whole: ``<x/>``, ``<ph>``, ``<it>``, ``<cp/>``, a lone ``<bpt>`
 ``<mrk>`` not to translate (1.2 ``mtype="protected"``, 2.0 ``translate="no"``), comments, CDATA.
 Labels are the codes' names, numbered where one comes more than once (``<g1>…</g1> <g2>…</g2>``);
 text goes as written, entities as they are (placeholders the translation keeps). Labels go back
-through formats/subtitle_text.py's ``check`` and ``written`` (nesting, words, bare ``&`` and ``<``
+through formats/captions/subtitle_text.py's ``check`` and ``written`` (nesting, words, bare ``&`` and ``<``
 escaped).
 """
 
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from mtkit.formats.markup import Node, Token
-from mtkit.formats.subtitle_text import Labelled, Segment, Tag, label_pieces
+from mtkit.formats.captions.subtitle_text import Labelled, Segment, Tag, label_pieces
+from mtkit.formats.xml.markup import Node, Token
 
 #: codes whose content is text to translate (1.2 and 2.0)
 _PAIRED = frozenset(("g", "mrk", "pc"))

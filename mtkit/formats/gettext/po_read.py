@@ -3,9 +3,9 @@
 A catalog is read from its bytes: a UTF-8 byte-order mark is noted, the text decoded in the charset its
 header declares (``charset=CHARSET`` of a template, and a catalog without a header, are read as UTF-8),
 and every line kept with its own line ending. Translating then rewrites only the lines of the entries it
-fills (formats/po.py), so everything else comes back byte for byte; that needs each entry's lines, which
-is why this reader is ours and not a general-purpose library's (polib, Babel's pofile) that parse the
-strings but forget the lines and silently accept what msgfmt refuses.
+fills (formats/gettext/po.py), so everything else comes back byte for byte; that needs each entry's
+lines, which is why this reader is ours and not a general-purpose library's (polib, Babel's pofile)
+that parse the strings but forget the lines and silently accept what msgfmt refuses.
 
 Refused, in one line naming the file and line, as msgfmt refuses them: a line that is not blank, a
 comment, a keyword with one quoted string or a quoted continuation; an unknown escape (``\\q``); a

@@ -1,10 +1,10 @@
 """Plain text as one document (the server's .txt files, the Python API): every line with words
-translated, with its placeholders kept (formats/placeholders.py); empty lines, the whitespace at each
+translated, with its placeholders kept (placeholders/strings.py); empty lines, the whitespace at each
 line's ends, line endings (LF, CRLF or CR, each line its own) and the BOM as they were.
 
 UTF-8 (with or without a BOM) and UTF-16 or UTF-32 with a BOM are read and written back the same;
 other bytes are read in the charset ``encoding=`` (``--encoding``) names, or else the legacy charset of
-the file's language (`mtkit.formats.charsets`: cp1252 for English, cp1251 for Russian …) where its text
+the file's language (`mtkit.formats.text.charsets`: cp1252 for English, cp1251 for Russian …) where its text
 looks right, said in the result; only what no charset can be decided for is refused, naming the first
 line that does not decode. A translated line the file's charset cannot write is left as it was.
 `mtkit translate` keeps its own line-by-line path for text (streaming, --resume, shards).
@@ -17,9 +17,9 @@ import dataclasses
 import re
 
 from mtkit.errors import DataError
-from mtkit.formats.charsets import guess_legacy
 from mtkit.formats.documents import DocumentJob, DocumentResult
-from mtkit.formats.syntaxes import GENERIC
+from mtkit.formats.text.charsets import guess_legacy
+from mtkit.placeholders.syntaxes import GENERIC
 
 _LINE = re.compile(r"([^\r\n]*)(\r\n|\n|\r|$)")
 _WORDY = re.compile(r"[^\W\d_]")
@@ -37,7 +37,7 @@ def decode_text(data: bytes, name: str, boms: tuple[tuple[bytes, str], ...] = BO
     """The text of ``data``, its codec, its BOM (b"" for none) and a note saying what was assumed (""
     when nothing was): the charset ``job.encoding`` names; else UTF-8, or the codec of one of ``boms``
     it starts with; else, where ``job`` is given, the legacy charset of ``job.src_lang``'s files when its
-    text looks right (`mtkit.formats.charsets.guess_legacy`); else one line naming the first line that
+    text looks right (`mtkit.formats.text.charsets.guess_legacy`); else one line naming the first line that
     does not decode, and ``why``."""
     if job is not None and job.encoding:
         return _decoded(data, name, job.encoding, b"", why), job.encoding, b"", ""

@@ -20,7 +20,7 @@ saw a ``%``, ``<`` or ``{``), either engine, the server and a pivot.
    stay nested. A placeholder the model wrote into a translation of a string given without its
    placeholders (or with them masked) is invented, and taken out before they are placed.
 
-The caller (formats/placeholders.py) checks what comes back exactly as it checks a plain translation,
+The caller (placeholders/strings.py) checks what comes back exactly as it checks a plain translation,
 and uses it only where the check passes.
 """
 

@@ -1,7 +1,7 @@
-"""EPUB books (.epub): each XHTML content document translated as an XHTML page (formats/html.py, the
+"""EPUB books (.epub): each XHTML content document translated as an XHTML page (formats/xml/html.py, the
 path `translate_page` takes), the navigation titles of the NCX (EPUB 2's table of contents), the
 package's ``<dc:language>`` set to the target; every other file of the book byte for byte
-(formats/ziparts.py), the ``mimetype`` entry first and stored, as the OCF container requires.
+(formats/zipped/ziparts.py), the ``mimetype`` entry first and stored, as the OCF container requires.
 
 The content documents are the manifest's ``application/xhtml+xml`` items, the navigation document
 (EPUB 3's table of contents) among them. Kept: the book's title and other metadata, stylesheets,
@@ -18,11 +18,11 @@ from urllib.parse import unquote
 from lxml import etree
 
 from mtkit.errors import DataError
-from mtkit.formats import html, markup
 from mtkit.formats.documents import DocumentJob, DocumentResult
-from mtkit.formats.xml_dialects import Dialect
-from mtkit.formats.xml_runs import Part, translate_parts
-from mtkit.formats.ziparts import Package, open_package
+from mtkit.formats.xml import html, markup
+from mtkit.formats.xml.xml_dialects import Dialect
+from mtkit.formats.xml.xml_runs import Part, translate_parts
+from mtkit.formats.zipped.ziparts import Package, open_package
 
 #: an NCX's titles: the text of each navigation label and of the book's title there
 NCX = Dialect("plain", paragraphs=frozenset({"text", "ncx:text"}),

@@ -1,6 +1,6 @@
 """OpenDocument text and presentations (.odt, .odp): the text of their paragraphs translated with the
-formatting of their spans kept (formats/xml_runs.py), every other part of the package byte for byte
-(formats/ziparts.py).
+formatting of their spans kept (formats/xml/xml_runs.py), every other part of the package byte for byte
+(formats/zipped/ziparts.py).
 
 Translated: every ``<text:p>`` and ``<text:h>`` of content.xml (the body, tables, lists, text boxes
 and frames, a presentation's slides and notes) with its ``<text:span>`` and ``<text:a>`` kept as tags,
@@ -18,11 +18,11 @@ import re
 from dataclasses import replace
 
 from mtkit.errors import DataError
-from mtkit.formats import markup
 from mtkit.formats.documents import DocumentJob, DocumentResult
-from mtkit.formats.xml_dialects import Dialect
-from mtkit.formats.xml_runs import translate_package_parts
-from mtkit.formats.ziparts import Package, open_package
+from mtkit.formats.xml import markup
+from mtkit.formats.xml.xml_dialects import Dialect
+from mtkit.formats.xml.xml_runs import translate_package_parts
+from mtkit.formats.zipped.ziparts import Package, open_package
 
 ODF = Dialect("odf", paragraphs=frozenset({"text:p", "text:h"}),
               wrappers=frozenset({"text:span", "text:a", "text:meta", "text:ruby-base"}),

@@ -1,7 +1,7 @@
 """HTML and XHTML pages and fragments: the text of each block translated with its inline tags inside
 it; bytes in, bytes out: every other byte of the page as it was.
 
-The page is read as it is written (formats/markup.py: its encoding, its tokens with their spans, its
+The page is read as it is written (formats/xml/markup.py: its encoding, its tokens with their spans, its
 elements), never re-serialized from a parser's tree: a translation replaces the span of its run in the
 source, and nothing else changes (whitespace, entities, quoting, comments, the doctype, the XML
 declaration, ``<br/>``, the BOM, CRLF), except the language of an ``<html>`` start tag (``lang``,
@@ -17,7 +17,7 @@ with its whitespace runs one space, ``&``, ``<``, ``>`` escaped and its entities
 with ``<br>``, ``<img>``, ``<input>``, comments) and elements not to translate travel as one token
 (``<code/>``) and come back as they were, once each.
 
-A translation is written back only when it keeps every tag once (formats/placeholders.py), nests them
+A translation is written back only when it keeps every tag once (placeholders/strings.py), nests them
 as the source did, leaves no element that had words without any (a link with no text), and, in
 XHTML, leaves the page well-formed XML; else the run stays as it was and is reported. A translation
 equal to its source changes nothing.
@@ -35,9 +35,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mtkit.errors import DataError
-from mtkit.formats import markup
-from mtkit.formats.markup import Node, Token
-from mtkit.formats.placeholders import Outcome
+from mtkit.formats.xml import markup
+from mtkit.formats.xml.markup import Node, Token
+from mtkit.placeholders.strings import Outcome
 
 INLINE = frozenset((
     "a", "abbr", "acronym", "b", "bdi", "bdo", "big", "br", "button", "cite", "code", "data", "datalist",

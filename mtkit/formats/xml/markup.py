@@ -1,5 +1,5 @@
 """The source of an HTML or XHTML page as it is written: its encoding, its tokens with their exact
-spans, and the elements they make. formats/html.py translates a page by splicing translations into
+spans, and the elements they make. formats/xml/html.py translates a page by splicing translations into
 these spans, so that everything it does not translate comes back byte for byte (a parser's tree,
 written out again, would change quoting, entities, ``<br/>``, the doctype and the XML declaration).
 

@@ -16,7 +16,7 @@ How, so that a written translation keeps every one of them by construction:
 2. The rest is translated once: as it stands, or, where its placeholders are ones the model cannot
    write (``masking``: "unwritable", the default, asks the translate function's ``can_write``, which
    `mtkit.decode.formats_adapter` answers from the model's target vocabulary; "always" masks every
-   string with placeholders; "never" none), with them as numbered sentinels (formats/masking.py). A
+   string with placeholders; "never" none), with them as numbered sentinels (placeholders/masking.py). A
    translation is kept when it holds the source's placeholders exactly, as a multiset (they may move
    with the target's word order), and the non-positional printf directives in the source's order
    (their arguments come in that order). Where the search gives several candidates (the beam's
@@ -25,7 +25,7 @@ How, so that a written translation keeps every one of them by construction:
    hard constraints (the glossary's constrained search; torch engine only) and checked again.
 4. A piece still broken is translated with its placeholders out of the model's reach: as numbered
    sentinels (unless step 2 tried them), else without them and put back by the word alignment where
-   the translate function gives one (its ``aligned``), else by position (formats/masking.py), and
+   the translate function gives one (its ``aligned``), else by position (placeholders/masking.py), and
    checked again. A piece without placeholders whose translation has some (invented: ``»%s« nicht
    unterstützt`` for "`e' command not supported") gets them taken out, and is checked again. A string
    with a piece still broken is left untranslated (None), with the reason, for the caller to report.
@@ -44,8 +44,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from mtkit.errors import DataError
-from mtkit.formats import icu, masking
-from mtkit.formats.syntaxes import (  # noqa: F401 (kept, placeholders, syntax_for … are imported from here too)
+from mtkit.placeholders import icu, masking
+from mtkit.placeholders.syntaxes import (  # noqa: F401 (kept, placeholders, syntax_for … are imported from here too)
     GENERIC,
     PLACEHOLDER,
     PRINTF_FLAGS,
@@ -166,7 +166,7 @@ class Outcome:
     text: str | None
     problem: str = ""
     constrained: bool = False  # kept only after the constrained retry
-    rescued: str = ""  # kept by "sentinels", "alignment" or "position" (formats/masking.py), or
+    rescued: str = ""  # kept by "sentinels", "alignment" or "position" (placeholders/masking.py), or
     # "uninvented": a string without placeholders whose translation had some, taken out
 
 
@@ -188,7 +188,7 @@ def translate_strings(strings: Sequence[str], translate: TranslateFn,
     None); ``rescue``: whether a piece still broken after the constrained retry is translated by
     sentinels, alignment or position (step 4; off, it is left: what the model does alone);
     ``masking``: which strings go to the model with sentinels at once (step 2). ICU complex arguments
-    are translated branch by branch (formats/icu.py)."""
+    are translated branch by branch (placeholders/icu.py)."""
     syntaxes = list(syntaxes) if syntaxes is not None else [GENERIC] * len(strings)
     outers, icu_args, branch_outcomes = _icu_branches(strings, translate, constrained, accelerators, syntaxes,
                                                       rescue, masking)

@@ -1,6 +1,6 @@
 """gettext catalogs (.po, .pot): the untranslated entries translated, every other byte kept.
 
-Bytes in, bytes out. The catalog is read from its bytes (formats/po_read.py: its charset, BOM and each
+Bytes in, bytes out. The catalog is read from its bytes (formats/gettext/po_read.py: its charset, BOM and each
 line's own line ending kept; what msgfmt refuses, refused with its line), and written by splicing: an
 entry given a translation gets new ``msgstr`` lines (wrapped as gettext wraps them, in the file's line
 ending) and ``fuzzy`` among its flags; its comments, references, ``#|`` lines, msgctxt and msgid lines
@@ -10,10 +10,10 @@ order. Translating a complete catalog again changes nothing.
 What is translated: each entry with no translation (an empty ``msgstr``, or every ``msgstr[n]`` empty),
 or every active entry with ``retranslate``; never the header or an obsolete (``#~``) entry. Each
 entry's strings are checked by the placeholders of the syntax its format flag names (``c-format``,
-``qt-format``, ``python-brace-format`` …: formats/placeholders.py ``syntax_for``); an entry whose
+``qt-format``, ``python-brace-format`` …: placeholders/strings.py ``syntax_for``); an entry whose
 translation would break one stays untranslated and is reported. Plural entries get every ``msgstr[n]``
 of the catalog's ``Plural-Forms`` (or, where it has none, the target language's rule from Babel), each
-from the msgid that covers the numbers of that form (formats/plurals.py). A translation that the
+from the msgid that covers the numbers of that form (formats/gettext/plurals.py). A translation that the
 catalog's charset cannot hold (Cyrillic in an ISO-8859-1 catalog) leaves its entry untranslated,
 reported, rather than writing text in another charset than the header declares.
 
@@ -32,8 +32,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from mtkit.errors import DataError
-from mtkit.formats import plurals
-from mtkit.formats.placeholders import (
+from mtkit.formats.gettext import plurals
+from mtkit.formats.gettext.po_read import BOM, Catalog, Entry, read
+from mtkit.placeholders.strings import (
     ConstrainedFn,
     Outcome,
     TranslateFn,
@@ -43,7 +44,6 @@ from mtkit.formats.placeholders import (
     syntax_for,
     translate_strings,
 )
-from mtkit.formats.po_read import BOM, Catalog, Entry, read
 
 #: the accelerator marks of gettext catalogs: GTK's _, Qt's and KDE's &, LibreOffice's ~
 ACCELERATORS = "_&~"

@@ -8,12 +8,12 @@ followed within two seconds by one that starts no new speaker; at most four cues
 one string and split back across its cues at spaces, by the lengths of the source cues, each keeping
 a word; each cue's text is broken into as many lines as it had, as even as they can be. A cue whose
 lines each start a speaker (``- Who?`` / ``- Me.``, or ``<v Ann>``) has each line translated apart.
-Styling tags come back with the text they hold (formats/subtitle_text.py).
+Styling tags come back with the text they hold (formats/captions/subtitle_text.py).
 
 Encoding: UTF-8 (with or without a BOM) or UTF-16 or UTF-32 with a BOM, written back the same;
 WebVTT is UTF-8 by definition. An SRT file in another charset (most downloaded ones: the Windows code
 page of their language) is read in the charset ``--encoding`` names, or else in its language's legacy
-charset where the text looks right (formats/charsets.py), said in the notes and the summary, and written
+charset where the text looks right (formats/text/charsets.py), said in the notes and the summary, and written
 back in it; refused, naming its first undecodable line, only where no charset can be decided.
 
 Refused in one line naming the file and line: a timing line that does not parse, a cue without a
@@ -26,10 +26,10 @@ import re
 from dataclasses import dataclass, field
 
 from mtkit.errors import DataError
-from mtkit.formats import subtitle_text as cue_text
+from mtkit.formats.captions import subtitle_text as cue_text
 from mtkit.formats.documents import DocumentJob, DocumentResult
-from mtkit.formats.placeholders import Outcome
-from mtkit.formats.plaintext import BOMS, decode_text, writing_in
+from mtkit.formats.text.plaintext import BOMS, decode_text, writing_in
+from mtkit.placeholders.strings import Outcome
 
 _LINE = re.compile(r"[^\r\n]*(\r\n|\n|\r|$)")
 #: timings as players read them (the srt library too): a dot or colon before the milliseconds, unpadded

@@ -20,6 +20,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "mtkit"
 MAX_LINES = 800
+#: statements a function's body may span (its signature and docstring apart): past it, a function has
+#: grown a second job. Like MAX_LINES, a guard against outliers (the longest today: 82), not a size to
+#: shape code to
+MAX_FUNCTION_BODY = 100
 
 #: floor 2, one "files in → files out" job each; a package stage (train, with average and distill) is
 #: one stage; mtkit.data is the library but for its prepare stage, mtkit.interop but for export and hf
@@ -207,6 +211,12 @@ def test_every_module_is_short_and_says_what_it_is_for(path: Path) -> None:
     assert ast.get_docstring(ast.parse(text)), f"{path.relative_to(ROOT.parent)} has no opening docstring"
     lines = len(text.splitlines())
     assert lines <= MAX_LINES, f"{path.relative_to(ROOT.parent)} has {lines} lines (at most {MAX_LINES})"
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+            span = node.end_lineno - body[0].lineno + 1 if body else 0  # type: ignore[operator]
+            assert span <= MAX_FUNCTION_BODY, (f"{path.relative_to(ROOT.parent)}: {node.name} has a body of "
+                                               f"{span} lines (at most {MAX_FUNCTION_BODY})")
 
 
 # ------------------------------------------------------------------------- the checker catches breaks

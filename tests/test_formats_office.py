@@ -426,3 +426,38 @@ def test_a_break_before_the_first_words_or_after_the_last_comes_back_as_it_was()
     assert out == text.replace('lang="en-US" sz="1200"/><a:t>Hello world',
                                'lang="de" sz="1200"/><a:t>HELLO WORLD')
     assert report.translated == 1
+
+
+def _rewritten(data: bytes, edits: dict, renames: dict) -> bytes:
+    """A copy of a zip package with some parts' text changed (``edits``: part → function of its text)
+    and some parts renamed (``renames``: old name → new)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as zin, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():
+            body = zin.read(info.filename)
+            if info.filename in edits:
+                body = edits[info.filename](body.decode("utf-8")).encode("utf-8")
+            zout.writestr(renames.get(info.filename, info.filename), body)
+    return out.getvalue()
+
+
+def test_relationships_and_language_attributes_are_read_in_any_order_and_quotes():
+    """The main part is found by its relationship whatever the attributes' order and quotes; the default
+    language is set whatever the quotes of w:lang (an XML reader, not a regex of one way to write it)."""
+    def rels(text: str) -> str:  # the main part renamed, its relationship written another way
+        return re.sub(r'<Relationship Id="(\w+)" Type="([^"]+/officeDocument)" Target="[^"]+"/>',
+                      r"<Relationship Target='word/main.xml' Id='\1' Type='\2'/>", text)
+
+    def styles(text: str) -> str:
+        return re.sub(r'<w:lang w:val="([^"]*)"', r"<w:lang w:eastAsia='zh-CN' w:val='\1'", text, count=1)
+
+    types = lambda text: text.replace("/word/document.xml", "/word/main.xml")  # noqa: E731
+    source = _rewritten(word_document(), {"_rels/.rels": rels, "word/styles.xml": styles,
+                                          "[Content_Types].xml": types},
+                        {"word/document.xml": "word/main.xml",
+                         "word/_rels/document.xml.rels": "word/_rels/main.xml.rels"})
+    assert "Target='word/main.xml'" in dict(entries(source))["_rels/.rels"].decode()
+    result = translate_docx(source, "moved.docx", job())
+    assert "SAVING YOUR WORK" in dict(entries(result.data))["word/main.xml"].decode()
+    out = dict(entries(result.data))["word/styles.xml"].decode()
+    assert re.search(r"<w:docDefaults>.*<w:lang w:eastAsia='zh-CN' w:val='de'", out, re.S)

@@ -210,7 +210,7 @@ class _Document:
             return
         if target is not None:  # <target/>
             tok = self.tokens[target.start]
-            head = re.sub(r"\s*/>$", ">", _with_attributes(self.text[tok.start:tok.end], attrs))
+            head = re.sub(r"\s*/>$", ">", markup.with_attributes(self.text[tok.start:tok.end], attrs))
             fill.write.append((tok.start, tok.end, f"{head}{CONTENT}</{_qname(head)}>"))
             return
         start = self.tokens[after.start]
@@ -220,13 +220,13 @@ class _Document:
         indent = before[before.rfind("\n") + 1:]
         newline = "\r\n" if before.endswith("\r\n" + indent) else "\n"
         lead = newline + indent if before.rfind("\n") >= 0 and not indent.strip() else ""
-        head = _with_attributes(f"<{qname}>", attrs)
+        head = markup.with_attributes(f"<{qname}>", attrs)
         end = self.tokens[after.end if after.end is not None else after.start].end
         fill.write.append((end, end, f"{lead}{head}{CONTENT}</{qname}>"))
 
     def _attribute_splice(self, node: Node, attrs: dict[str, str]) -> tuple[int, int, str]:
         tok = self.tokens[node.start]
-        return tok.start, tok.end, _with_attributes(self.text[tok.start:tok.end], attrs)
+        return tok.start, tok.end, markup.with_attributes(self.text[tok.start:tok.end], attrs)
 
     def _set_attributes(self, node: Node, attrs: dict[str, str]) -> None:
         start, end, new = self._attribute_splice(node, attrs)
@@ -281,24 +281,3 @@ def _same_language(have: str, want: str) -> bool:
 
 def _qname(tag: str) -> str:
     return re.match(r"<([^\s/>]+)", tag)[1]  # type: ignore[index]
-
-
-def _with_attributes(tag: str, attrs: dict[str, str]) -> str:
-    """The start tag ``tag`` with each attribute of ``attrs`` set: its value replaced in place (its
-    quotes kept), or added before the tag's end."""
-    found = {a.name: a for a in markup.attributes(tag)}
-    edits = []
-    added = []
-    for name, value in attrs.items():
-        a = found.get(name.lower())
-        if a is not None and a.span[0] < a.span[1]:
-            quote = tag[a.span[0]] if tag[a.span[0]] in "\"'" else '"'
-            edits.append((a.span[0], a.span[1], f"{quote}{value}{quote}"))
-        elif a is None:
-            added.append(f' {name}="{value}"')
-    end = re.search(r"\s*/?>$", tag).start()  # type: ignore[union-attr]
-    if added:
-        edits.append((end, end, "".join(added)))
-    for start, stop, new in sorted(edits, reverse=True):
-        tag = tag[:start] + new + tag[stop:]
-    return tag

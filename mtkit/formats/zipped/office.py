@@ -28,6 +28,8 @@ import html
 import re
 from collections.abc import Callable
 
+from lxml import etree
+
 from mtkit.errors import DataError
 from mtkit.formats.documents import DocumentJob, DocumentResult
 from mtkit.formats.xml import markup
@@ -53,17 +55,20 @@ CELL_COMMENTS = Dialect("sheet", paragraphs=frozenset({"text", "x:text"}), **_SH
 
 _WORD_PARTS = re.compile(r"word/(?:header\d*|footer\d*|footnotes|endnotes|comments)\.xml")
 _DIAGRAMS = r"(?:diagrams/(?:data|drawing)\d+\.xml)"
-_MAIN_REL = re.compile(r"""<Relationship\b[^>]*Type="[^"]*/officeDocument"[^>]*Target="/?([^"]+)\"""")
-
-
 def _main_part(package: Package, default: str) -> str:
-    """The main part named by the package's relationships (``_rels/.rels``), else ``default``."""
+    """The main part named by the package's relationships (``_rels/.rels``, read by an XML parser: its
+    attributes in any order, quoted either way), else ``default``."""
     if "_rels/.rels" in package.names:
-        rels = package.read("_rels/.rels").decode("utf-8", "replace")
-        found = _MAIN_REL.search(rels) or re.search(
-            r"""<Relationship\b[^>]*Target="/?([^"]+)"[^>]*Type="[^"]*/officeDocument\"""", rels)
-        if found and found[1] in package.names:
-            return found[1]
+        try:
+            root = etree.fromstring(package.read("_rels/.rels"), etree.XMLParser(resolve_entities=False,
+                                                                                 no_network=True))
+        except etree.XMLSyntaxError:
+            return default
+        for rel in root.iter("{*}Relationship", "Relationship"):
+            if rel.get("Type", "").endswith("/officeDocument"):
+                target = rel.get("Target", "").lstrip("/")
+                if target in package.names:
+                    return target
     return default
 
 
@@ -147,7 +152,10 @@ def _styles_lang(styles: str, tgt_lang: str) -> str:
     """styles.xml with the document's default language (``<w:docDefaults>``) set to the target."""
     lang = tgt_lang.replace("_", "-")
 
-    def defaults(m: re.Match[str]) -> str:
-        return re.sub(r'(<w:lang\b[^>]*?\sw:val=")[^"]*(")', rf"\g<1>{lang}\g<2>", m[0])
+    def defaults(m: re.Match[str]) -> str:  # each <w:lang …> that names a language, in either quotes
+        def one(tag: re.Match[str]) -> str:
+            has_val = any(a.name == "w:val" for a in markup.attributes(tag[0]))
+            return markup.with_attributes(tag[0], {"w:val": lang}) if has_val else tag[0]
+        return re.sub(r"<w:lang\b[^>]*>", one, m[0])
 
     return re.sub(r"<w:docDefaults\b.*?</w:docDefaults>", defaults, styles, count=1, flags=re.S)

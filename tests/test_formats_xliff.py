@@ -156,10 +156,22 @@ def test_a_translation_that_loses_an_inline_code_leaves_its_unit_and_says_where(
     ("<root/>", r"a\.xlf:1: not an XLIFF file"),
     (XLIFF_12.replace('source-language="en"', 'source-language="en" target-language="fr"'),
      r"a\.xlf:3: the file's target language is 'fr' but the model translates into 'de'"),
+    # a 3-letter code is compared as the language it names (it used to pass as any 2-letter one)
+    (XLIFF_12.replace('source-language="en"', 'source-language="en" target-language="fra"'),
+     r"a\.xlf:3: the file's target language is 'fra' but the model translates into 'de'"),
 ])
 def test_bad_files_are_refused_in_one_line(data, error):
     with pytest.raises(DataError, match=error):
         translate_xliff(data.encode(), "a.xlf", job())
+
+
+@pytest.mark.parametrize("code", ["de", "de-DE", "de_AT", "DE", "deu", "ger"])
+def test_every_way_of_writing_the_target_language_is_accepted(code):
+    data = XLIFF_12.replace('source-language="en"', f'source-language="en" target-language="{code}"')
+    assert translate_xliff(data.encode(), "a.xlf", job()).data.decode().count("CLICK") > 0
+
+
+
 
 
 # --- random files through a hostile model ----------------------------------------------------------

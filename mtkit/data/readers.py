@@ -15,13 +15,12 @@ import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import IO
 
-import langcodes
 from lxml import etree
 
 from mtkit.errors import ConfigError, DataError
+from mtkit.languages import same_language
 from mtkit.textio import open_binary, read_lines
 
 __all__ = ["CORPUS_FORMATS", "CorpusSpec", "Pair", "corpus_format", "read_corpus", "same_language"]
@@ -91,33 +90,6 @@ def corpus_format(paths: Sequence[str]) -> str:
         f"a corpus is one .tsv/.tab/.tmx file or two Moses files, but {len(paths)} paths were given"
         + (f": {', '.join(map(str, paths))}" if paths else "")
     )
-
-
-def _language(tag: str) -> langcodes.Language | None:
-    try:
-        lang = langcodes.get(tag.strip())
-    except ValueError:  # langcodes' LanguageTagError
-        return None
-    return lang if lang.language else None
-
-
-@lru_cache(maxsize=4096)
-def same_language(tag: str, wanted: str) -> bool:
-    """True when the language tag of a segment (``tag``, as found in a file) is the ``wanted`` language.
-
-    Files spell languages every way ('de-DE', 'de_AT', 'DE', 'deu', 'ger'), so tags are compared by
-    primary language after langcodes normalises them. A region or script in ``wanted`` ('pt-BR',
-    'zh-Hant') must match too, but only when ``tag`` has one: a bare 'pt' unit is not known to be wrong.
-    A tag that cannot be parsed matches nothing; a ``wanted`` that cannot is a ConfigError."""
-    want = _language(wanted)
-    if want is None:
-        raise ConfigError(f"not a language code: {wanted!r} (use an ISO 639 / BCP 47 code: 'de', 'pt-BR')")
-    got = _language(tag)
-    if got is None or got.language != want.language:
-        return False
-    if want.script and got.script and want.script != got.script:
-        return False
-    return not (want.territory and got.territory and want.territory != got.territory)
 
 
 def read_corpus(spec: CorpusSpec, skipped: Counter[str] | None = None) -> Iterator[Pair]:

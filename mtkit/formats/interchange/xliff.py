@@ -28,12 +28,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from mtkit.errors import DataError
+from mtkit.errors import ConfigError, DataError
 from mtkit.formats.captions import subtitle_text
 from mtkit.formats.documents import DocumentJob, DocumentResult
 from mtkit.formats.interchange.xliff_inline import labelled_content
 from mtkit.formats.xml import markup
 from mtkit.formats.xml.markup import Node, Token
+from mtkit.languages import is_language, same_language
 from mtkit.placeholders.strings import placed_by_guess
 
 _FILL_1 = frozenset(("new", "needs-translation"))
@@ -273,10 +274,13 @@ class _Document:
 
 
 def _same_language(have: str, want: str) -> bool:
-    """Whether two language codes name the same language (their first subtags; a 2-letter and a
-    3-letter code cannot be compared here, so they are taken as the same)."""
-    a, b = (re.split(r"[-_]", code.lower())[0] for code in (have, want))
-    return a == b or len(a) != len(b)
+    """Whether the file's language code and the model's name the same language ('deu' and 'de-DE' do,
+    'deu' and 'fr' do not: `mtkit.languages`); a code that is no language code (a test model's "tgt")
+    cannot be compared, and is taken as the same."""
+    try:
+        return same_language(have, want) or not is_language(have)
+    except ConfigError:
+        return True
 
 
 def _qname(tag: str) -> str:

@@ -10,6 +10,7 @@ any file is opened.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import re
 from collections import Counter
@@ -257,21 +258,28 @@ def _parse(f: IO[bytes], events: tuple[str, ...], tag: str | None) -> etree.iter
                            no_network=True, load_dtd=False)
 
 
-def _check_root(path: str) -> None:
-    """Refuse a file whose root is not <tmx> before reading it: the reader keeps only <tu> elements
-    small, so a large XML file of another kind would otherwise be built whole in memory."""
+@contextlib.contextmanager
+def _xml_file(path: str) -> Iterator[IO[bytes]]:
+    """``path`` open for the XML parser, its errors turned into one line naming the file (and line)."""
     f = open_binary(path)
     try:
-        for _, root in _parse(f, ("start",), None):
-            if _local(root.tag) != "tmx":
-                raise DataError(f"{path}:{root.sourceline or 1}: not a TMX file (root element <{root.tag}>)")
-            return
+        yield f
     except etree.XMLSyntaxError as exc:
         raise _xml_error(path, exc) from None
     except (OSError, EOFError) as exc:
         raise DataError(f"{path}: cannot read ({exc})") from None
     finally:
         f.close()
+
+
+def _check_root(path: str) -> None:
+    """Refuse a file whose root is not <tmx> before reading it: the reader keeps only <tu> elements
+    small, so a large XML file of another kind would otherwise be built whole in memory."""
+    with _xml_file(path) as f:
+        for _, root in _parse(f, ("start",), None):
+            if _local(root.tag) != "tmx":
+                raise DataError(f"{path}:{root.sourceline or 1}: not a TMX file (root element <{root.tag}>)")
+            return
 
 
 def _seg_text(seg: etree._Element) -> str:
@@ -311,8 +319,7 @@ def _tuv_segments(tu: etree._Element) -> Iterator[tuple[str, etree._Element]]:
 
 def _read_tmx(path: str, src_lang: str, tgt_lang: str, skipped: Counter[str]) -> Iterator[Pair]:
     _check_root(path)
-    f = open_binary(path)
-    try:
+    with _xml_file(path) as f:
         for _, tu in _parse(f, ("end",), "{*}tu"):
             src = tgt = None
             for lang, seg in _tuv_segments(tu):
@@ -335,9 +342,3 @@ def _read_tmx(path: str, src_lang: str, tgt_lang: str, skipped: Counter[str]) ->
                     del parent[0]
             if pair is not None:
                 yield pair
-    except etree.XMLSyntaxError as exc:
-        raise _xml_error(path, exc) from None
-    except (OSError, EOFError) as exc:
-        raise DataError(f"{path}: cannot read ({exc})") from None
-    finally:
-        f.close()

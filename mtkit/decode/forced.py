@@ -82,11 +82,10 @@ class ForcedScorer:
         src, tgt_in, tgt_out = (x.to(self.device) for x in (src, tgt_in, tgt_out))
         with autocast(self.device, self.autocast_dtype):
             logits, _ = self.model(src, tgt_in)
-        log_probs = torch.log_softmax(logits.float(), dim=-1)
-        picked = log_probs.gather(-1, tgt_out.unsqueeze(-1)).squeeze(-1)
-        keep = tgt_out != PAD_ID
-        total = (picked * keep).sum(-1)
-        return (-(total / keep.sum(-1))).cpu().numpy()
+        # one fused kernel (log-softmax and the gold token's entry, in float32), not a [B, T, V] copy
+        nll = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), tgt_out.flatten(),
+                                                ignore_index=PAD_ID, reduction="none").view(n, length)
+        return (nll.sum(-1) / (tgt_out != PAD_ID).sum(-1)).cpu().numpy()
 
 
 

@@ -4,11 +4,11 @@
     python bench/studies/clean_scale.py --lines 1000000,10000000 [--data ../shared/data] [--out DIR]
         [--set clean.KEY=VALUE ...]
 
-The TSV is made of deb-en-de's training pairs joined two by two at random (pair a's source and pair
-b's, pair a's target and pair b's: real text, each line its own, twice a Debian segment's length), so
-that deduplication keeps nearly every line and every filter does its full work; it is written to OUT
-(gzip-free) once per size. `mtkit clean` runs on it as a process of its own; the memory is the peak
-of the summed resident set of that process and its workers, sampled every 0.2 s from /proc.
+The TSV is deb-en-de's training pairs over and over, each copy numbered on both sides ("(3) Open the
+file." / "(3) Öffnen Sie die Datei."), so that every line is its own and deduplication keeps it: every
+filter does its full work on real text of Debian's lengths. It is written to OUT once per size.
+`mtkit clean` runs on it as a process of its own; the memory is the peak of the summed resident set of
+that process and its workers, sampled every 0.2 s from /proc.
 """
 
 from __future__ import annotations
@@ -52,13 +52,13 @@ def make_tsv(path: Path, lines: int, data: Path, seed: int = 1) -> None:
         src = [line.rstrip("\n").replace("\t", " ") for line in f]
     with gzip.open(data / "train.de.gz", "rt", encoding="utf-8") as f:
         tgt = [line.rstrip("\n").replace("\t", " ") for line in f]
-    rng = random.Random(seed)
-    n = len(src)
+    order = list(range(len(src)))
+    random.Random(seed).shuffle(order)
     tmp = path.with_suffix(".tmp")
     with open(tmp, "w", encoding="utf-8") as out:
-        for _ in range(lines):
-            a, b = rng.randrange(n), rng.randrange(n)
-            out.write(f"{src[a]} {src[b]}\t{tgt[a]} {tgt[b]}\n")
+        for k in range(lines):
+            copy, i = divmod(k, len(order))
+            out.write(f"({copy + 1}) {src[order[i]]}\t({copy + 1}) {tgt[order[i]]}\n")
     tmp.replace(path)
 
 

@@ -166,7 +166,10 @@ def score_sweep(out: Path, labels: list[str], verdicts: list[str], models: list[
     the pairs the rules kept: every noisy one, and a seeded sample of ``clean_sample`` clean ones (the
     scoring costs a forward pass of two models per pair; the clean pairs lost at a threshold are a rate,
     which the sample estimates with its 95% interval). For each threshold (clean.score_min): each kind's
-    recall, as the rules and the score together, and the clean pairs lost."""
+    recall, as the rules and the score together, and the clean pairs lost. The thresholds are the
+    scores below which 0.5%, 1%, 2%, 3%, 5% and 10% of the sampled clean pairs fall: a model's scale
+    depends on how well it was trained, the share of clean pairs a user will give up does not. The
+    scores are written to OUT/scores.tsv (row of the noisy corpus, label, score)."""
     import numpy as np
 
     from mtkit.decode.forced import ForcedScorer, dual_conditional_cross_entropy
@@ -190,13 +193,17 @@ def score_sweep(out: Path, labels: list[str], verdicts: list[str], models: list[
     by_kind = collections.Counter(labels)
     rule_caught = collections.Counter(labels[i] for i, v in enumerate(verdicts) if v != "keep")
     clean_rule_loss = rule_caught["clean"] / by_kind["clean"]
+    with open(out / "scores.tsv", "w", encoding="utf-8") as f:
+        f.writelines(f"{i}\t{labels[i]}\t{score[i]:.6g}\n" for i in chosen)
+    sample_scores = np.array([score[i] for i in sample])
     sweep = {}
-    for threshold in (0.005, 0.01, 0.02, 0.03, 0.05, 0.08, 0.1):
+    for share in (0.005, 0.01, 0.02, 0.03, 0.05, 0.1):
+        threshold = float(np.quantile(sample_scores, share))
         below = collections.Counter(labels[i] for i in noisy if score[i] < threshold)
         rate = sum(score[i] < threshold for i in sample) / len(sample)
         half = 1.96 * (rate * (1 - rate) / len(sample)) ** 0.5
         lost = clean_rule_loss + rate * len(clean) / by_kind["clean"]
-        sweep[str(threshold)] = {
+        sweep[f"clean quantile {share}"] = {"threshold": round(threshold, 6),
             "recall": {k: round((rule_caught[k] + below[k]) / by_kind[k], 4) for k in KINDS},
             "clean_dropped": round(lost, 4),
             "clean_dropped_by_score": f"{rate:.4f} ± {half:.4f} (of the clean pairs the rules kept)"}
@@ -204,7 +211,7 @@ def score_sweep(out: Path, labels: list[str], verdicts: list[str], models: list[
             "seconds": round(seconds, 1), "pairs_per_s": round(len(chosen) / seconds, 1),
             "score_quantiles": {q: round(float(np.quantile([score[i] for i in sample], q)), 4)
                                 for q in (0.01, 0.05, 0.1, 0.5)},
-            "by_score_min": sweep}
+            "by_threshold": sweep}
 
 
 def cpu_name() -> str:

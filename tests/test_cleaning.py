@@ -257,6 +257,16 @@ def test_worker_processes_give_the_same_output(tmp_path: Path, monkeypatch: pyte
     assert outputs[1][3]["language_tgt"] == 1 and outputs[1][3]["copy"] == 1  # the rules ran in both
 
 
+def test_a_small_input_is_judged_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fewer than SMALL_RUN_CHUNKS chunks: no worker processes are started (their start costs more)."""
+    def no_pool(*args: object) -> None:
+        raise AssertionError("a process pool was started for a small input")
+
+    monkeypatch.setattr(cleaning.multiprocessing, "get_context", no_pool)
+    written, report = run([corpus(moses(tmp_path, "a", NOISY))], workers=2)
+    assert report.workers == 1 and report.kept == 4
+
+
 # ------------------------------------------------------------------------------------------- SeenHashes
 def test_seen_hashes_match_a_set() -> None:
     rng = np.random.default_rng(0)

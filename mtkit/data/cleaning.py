@@ -26,6 +26,7 @@ import collections
 import contextlib
 import dataclasses
 import hashlib
+import itertools
 import json
 import multiprocessing
 import os
@@ -48,6 +49,9 @@ from mtkit.errors import ConfigError
 CLEAN_REPORT = "clean.report.json"  # the report `mtkit prepare` keeps in the data directory
 CHUNK_PAIRS = 2_000  # pairs a worker judges per task: large enough to amortise the round trip
 IN_FLIGHT = 4  # chunks per worker submitted ahead of the writer: bounded memory, busy workers
+#: an input of fewer chunks is judged in this process: starting workers (a process each, the language
+#: model loaded in each: about 2 s) costs more than judging a few thousand pairs
+SMALL_RUN_CHUNKS = 3
 
 
 @dataclass(frozen=True)
@@ -208,16 +212,20 @@ class Cleaner:
     def run(self, write: Callable[[str, str], None]) -> CleanReport:
         """Read, judge and ``write(src, tgt)`` every kept pair (``weight`` times), in input order."""
         started = time.perf_counter()
+        chunks = self._chunks()
+        head = list(itertools.islice(chunks, SMALL_RUN_CHUNKS))  # a small input starts no processes
+        if len(head) < SMALL_RUN_CHUNKS:
+            self.report.workers = 1
         workers = self.report.workers
         if workers <= 1:
             _start_worker(self.corpora)
-            for chunk in self._chunks():
+            for chunk in itertools.chain(head, chunks):
                 self._finish(chunk, _judge((chunk.corpus, self._asked(chunk))), write)
         else:
             context = multiprocessing.get_context("spawn")  # no inherited threads or locks
             with context.Pool(workers, initializer=_start_worker, initargs=(self.corpora,)) as pool:
                 pending: collections.deque[tuple[_Pending, Any]] = collections.deque()
-                for chunk in self._chunks():
+                for chunk in itertools.chain(head, chunks):
                     pending.append((chunk, pool.apply_async(_judge, ((chunk.corpus, self._asked(chunk)),))))
                     while len(pending) > IN_FLIGHT * workers:
                         done, result = pending.popleft()

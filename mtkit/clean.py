@@ -7,13 +7,15 @@ writes ``clean.en`` and ``clean.de`` (a Moses pair, the kept pairs in input orde
 and their settings are the ``clean`` section of the experiment config (``--set clean.KEY=VALUE``;
 docs/cleaning.md); `mtkit prepare` runs the same ones when ``clean.enabled`` is set.
 
-``--shard K/N`` keeps the pairs whose normalised source hashes to piece K of N: N such runs (a Slurm
+``--shard K/N`` (K from 0, as `mtkit translate --shard` counts) keeps the pairs whose normalised
+source hashes to piece K of N: N such runs (a Slurm
 array, N machines) write pieces that together hold the pairs one run would keep, since every copy of a
 sentence lands in the same piece.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from pathlib import Path
@@ -21,20 +23,11 @@ from pathlib import Path
 from rich.console import Console
 
 from mtkit.config.clean_section import CleanConfig
-from mtkit.data.cleaning import (
-    Cleaner,
-    CleanReport,
-    Corpus,
-    atomic_pair,
-    clean_into,
-    parse_shard,
-    worker_count,
-    write_report,
-)
+from mtkit.data.cleaning import CleanReport, Corpus, run_cleaner, write_report
 from mtkit.data.readers import CorpusSpec, corpus_format
 from mtkit.data.split_stats import progress_display
 from mtkit.errors import ConfigError
-from mtkit.textio import same_file
+from mtkit.textio import output_file, parse_shard, same_file
 
 SCORE_CHUNK = 20_000  # pairs scored per call: sorted by length within, for dense batches
 _ONE_FILE = re.compile(r"\.(tsv|tab|tmx)(\.gz)?\Z", re.IGNORECASE)
@@ -91,6 +84,7 @@ def clean(inputs: list[str], src_lang: str, tgt_lang: str, prefix: str, settings
     if score_models and settings.score_min > 0 and settings.score_keep < 1:
         raise ConfigError("clean.score_min and clean.score_keep both choose which scored pairs go: set one")
     console = console or Console(stderr=True, soft_wrap=True)
+    piece = parse_shard(shard or None)
     specs = group_inputs(inputs, src_lang, tgt_lang, src_column, tgt_column, quoting)
     outputs = output_paths(prefix, src_lang, tgt_lang)
     if decisions:
@@ -102,24 +96,11 @@ def clean(inputs: list[str], src_lang: str, tgt_lang: str, prefix: str, settings
             for out in outputs:
                 if same_file(path, out):
                     raise ConfigError(f"{out} is an input (-i {path}): choose another output prefix")
-    outputs[0].parent.mkdir(parents=True, exist_ok=True)
     corpora = [Corpus(spec, settings) for spec in specs]
-    workers = worker_count(settings.workers)
-    with progress_display(console) as progress:
-        task = progress.add_task("clean", total=None)
-        decisions_tmp = Path(f"{decisions}.tmp") if decisions else None
-        decisions_file = open(decisions_tmp, "w", encoding="utf-8") if decisions_tmp else None  # noqa: SIM115
-        try:
-            cleaner = Cleaner(corpora, workers, parse_shard(shard) if shard else None, decisions_file,
-                              lambda n: progress.advance(task, n))
-            report = clean_into(cleaner, outputs[0], outputs[1])
-            if decisions_file is not None and decisions_tmp is not None:
-                decisions_file.close()
-                decisions_tmp.replace(decisions)
-        finally:
-            if decisions_file is not None and decisions_tmp is not None:
-                decisions_file.close()
-                decisions_tmp.unlink(missing_ok=True)
+    with contextlib.ExitStack() as stack:  # the decisions, like the outputs, only whole
+        decisions_file = stack.enter_context(output_file(decisions)) if decisions else None
+        report = run_cleaner(corpora, settings.workers, outputs[0], outputs[1], console,
+                             piece, decisions_file)
     if score_models:
         score_pairs(report, score_models, settings, outputs[0], outputs[1], device, console,
                     Path(decisions) if decisions else None)
@@ -156,7 +137,7 @@ def score_pairs(report: CleanReport, models: tuple[str, str], settings: CleanCon
     else:  # the score of the last pair kept when the best score_keep of them are kept
         threshold = float(np.quantile(values, 1 - settings.score_keep)) if len(values) else 0.0
     keep = values >= threshold
-    with atomic_pair(src_path, tgt_path) as (fs, ft):
+    with output_file(src_path) as fs, output_file(tgt_path) as ft:
         for src, tgt, kept in zip(sources, targets, keep.tolist(), strict=True):
             if kept:
                 fs.write(src + "\n")
@@ -174,11 +155,9 @@ def score_pairs(report: CleanReport, models: tuple[str, str], settings: CleanCon
     if decisions is not None:  # the k-th "keep" of the decisions is the k-th pair scored
         verdicts = iter(keep.tolist())
         lines = decisions.read_text(encoding="utf-8").split("\n")[:-1]
-        text = "".join(f"{'keep' if line != 'keep' or next(verdicts) else 'score'}\n"
-                       if line == "keep" else f"{line}\n" for line in lines)
-        tmp = decisions.with_name(f".{decisions.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(decisions)
+        with output_file(decisions) as f:
+            f.writelines(f"{'keep' if next(verdicts) else 'score'}\n" if line == "keep" else f"{line}\n"
+                         for line in lines)
 
 
 __all__ = ["clean", "group_inputs", "output_paths"]

@@ -7,12 +7,13 @@ import contextlib
 import gzip
 import io
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, TypeVar
 
-from mtkit.errors import DataError, OutputClosed
+from mtkit.errors import ConfigError, DataError, OutputClosed
 
 
 def open_binary(path: str | Path) -> IO[bytes]:
@@ -180,6 +181,17 @@ def output_file(path: str | Path | None) -> Iterator[IO[str]]:
         out.close()
         tmp.unlink(missing_ok=True)
         raise
+
+
+def parse_shard(spec: str | None) -> tuple[int, int] | None:
+    """``"K/N"`` → (K, N) with 0 ≤ K < N: piece K of N of an input, as `mtkit translate --shard` and
+    `mtkit clean --shard` take it (so that one job array's index serves both)."""
+    if spec is None:
+        return None
+    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", spec)
+    if not match or not int(match[1]) < int(match[2]):
+        raise ConfigError(f"--shard {spec!r}: expected K/N with 0 <= K < N, e.g. 0/4")
+    return int(match[1]), int(match[2])
 
 
 def write_bytes(path: str | Path | None, data: bytes) -> None:

@@ -34,7 +34,6 @@ from mtkit.data.cleaning import (
     Corpus,
     SeenHashes,
     clean_into,
-    parse_shard,
     training_corpora,
 )
 from mtkit.data.meta import DataMeta
@@ -42,6 +41,7 @@ from mtkit.data.prepare import prepare
 from mtkit.data.readers import CorpusSpec
 from mtkit.data.shards import ParallelData
 from mtkit.errors import ConfigError, DataError
+from mtkit.textio import parse_shard
 
 Pairs = list[tuple[str, str]]
 
@@ -211,7 +211,7 @@ def test_shards_add_up_to_the_whole_run(tmp_path: Path) -> None:
         whole, whole_report = run([corpus(paths, weight=weight)])
         assert whole_report.dropped["duplicate"] == 25 or weight != 1.0
         pieces, reports = [], []
-        for k in (1, 2, 3):
+        for k in (0, 1, 2):
             decisions = io.StringIO()
             written, report = run([corpus(paths, weight=weight)], shard=(k, 3), decisions=decisions)
             assert report.shard == f"{k}/3" and report.read == whole_report.read
@@ -226,8 +226,9 @@ def test_shards_add_up_to_the_whole_run(tmp_path: Path) -> None:
 
 
 def test_parse_shard() -> None:
-    assert parse_shard("2/8") == (2, 8) and parse_shard("1/1") == (1, 1)
-    for bad in ("0/3", "4/3", "2", "a/b", "1/2/3"):
+    """K/N counted from 0, as `mtkit translate --shard` takes it (the same function)."""
+    assert parse_shard("2/8") == (2, 8) and parse_shard("0/1") == (0, 1) and parse_shard(None) is None
+    for bad in ("1/1", "4/3", "2", "a/b", "1/2/3"):
         with pytest.raises(ConfigError, match="--shard"):
             parse_shard(bad)
 
@@ -365,7 +366,7 @@ def test_cli_end_to_end_and_a_bad_option(tmp_path: Path) -> None:
     assert_one_error_line(result, "--columns '1'", "expected two columns")
     result = run_mtkit("clean", "-i", src, "-i", tgt, "--src-lang", "en", "--tgt-lang", "de",
                        "-o", tmp_path / "other", "--shard", "4/3")
-    assert_one_error_line(result, "--shard 4/3")
+    assert_one_error_line(result, "--shard '4/3'", "0 <= K < N")
     result = run_mtkit("clean", "-i", src, "-i", tgt, "--src-lang", "en", "--tgt-lang", "de",
                        "-o", tmp_path / "other", "--set", "clean.copys=false")
     assert_one_error_line(result, "unknown key 'clean.copys'", "'copies'")

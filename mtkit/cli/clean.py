@@ -25,8 +25,8 @@ def clean_command(
     quoting: str = typer.Option("csv", "--quoting",
         help="TSV quoting: csv (a field in double quotes may hold tabs and newlines) or none."),
     shard: str = typer.Option("", "--shard",
-        help="K/N: keep only piece K of N (by a hash of the normalised source), for cleaning in parallel "
-             "jobs whose outputs are concatenated."),
+        help="K/N (0 <= K < N, as mtkit translate counts): keep only piece K of N (by a hash of the "
+             "normalised source), for cleaning in parallel jobs whose outputs are concatenated."),
     workers: int | None = typer.Option(None, "--workers",
         help="Processes for the filters (default: one per core)."),
     decisions: str = typer.Option("", "--decisions",

@@ -23,13 +23,11 @@ input gives the same output with any number of workers.
 from __future__ import annotations
 
 import collections
-import contextlib
 import dataclasses
 import hashlib
 import itertools
 import json
 import multiprocessing
-import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -41,10 +39,12 @@ from rich.console import Console
 
 from mtkit.config.clean_section import CleanConfig
 from mtkit.config.experiment import Config, source_clean
+from mtkit.cpus import allowed_cpus
 from mtkit.data.filters import REASONS, PairRules, normalized
 from mtkit.data.readers import CorpusSpec, Pair, corpus_format, read_corpus
 from mtkit.data.split_stats import progress_display
 from mtkit.errors import ConfigError
+from mtkit.textio import output_file
 
 CLEAN_REPORT = "clean.report.json"  # the report `mtkit prepare` keeps in the data directory
 CHUNK_PAIRS = 2_000  # pairs a worker judges per task: large enough to amortise the round trip
@@ -124,24 +124,26 @@ class SeenHashes:
             found |= run[at] == hashes
         return found
 
-    def first_seen(self, hashes: np.ndarray) -> np.ndarray:
+    def fresh(self, hashes: np.ndarray) -> np.ndarray:
         """For each hash of ``hashes`` (in order), whether it is new: not in the set and not earlier in
-        ``hashes``; the new ones are added."""
+        ``hashes`` (nothing is added)."""
         new = np.zeros(len(hashes), dtype=bool)
-        if not len(hashes):
-            return new
-        _, first = np.unique(hashes, return_index=True)
-        new[first] = True
-        for run in self.runs:
-            at = np.minimum(np.searchsorted(run, hashes), len(run) - 1)
-            new &= run[at] != hashes
-        self._add(np.sort(hashes[new]))
+        if len(hashes):
+            new[np.unique(hashes, return_index=True)[1]] = True
+            new &= ~self.contains(hashes)
         return new
 
-    def _add(self, run: np.ndarray) -> None:
-        if not len(run):
+    def first_seen(self, hashes: np.ndarray) -> np.ndarray:
+        """`fresh`, and the new ones added."""
+        new = self.fresh(hashes)
+        self.add(hashes[new])
+        return new
+
+    def add(self, hashes: np.ndarray) -> None:
+        """``hashes`` (none of them in the set yet, none twice) added."""
+        if not len(hashes):
             return
-        self.runs.append(run)
+        self.runs.append(np.sort(hashes))
         while len(self.runs) > 1 and len(self.runs[-2]) <= 2 * len(self.runs[-1]):
             top = self.runs.pop()
             self.runs[-1] = np.sort(np.concatenate([self.runs[-1], top]), kind="mergesort")
@@ -164,23 +166,7 @@ def _judge(task: tuple[int, list[tuple[str, str]]]) -> list[str | None]:
 
 def worker_count(workers: int = 0) -> int:
     """``workers`` (clean.workers), or one per core this process may use when 0."""
-    if workers:
-        return workers
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
-def parse_shard(text: str) -> tuple[int, int]:
-    """"K/N" (1 ≤ K ≤ N) → (K, N), or a ConfigError saying what is expected."""
-    try:
-        k, n = (int(x) for x in text.split("/"))
-    except ValueError:
-        raise ConfigError(f"--shard {text!r}: expected K/N, e.g. 2/8 (the second of eight pieces)") from None
-    if not 1 <= k <= n:
-        raise ConfigError(f"--shard {text}: K must be between 1 and N")
-    return k, n
+    return workers or allowed_cpus()
 
 
 # ------------------------------------------------------------------------------------------- the run
@@ -204,8 +190,9 @@ class Cleaner:
         self.shard = shard
         self.decisions = decisions
         self.progress = progress or (lambda n: None)
-        self.pairs_seen = SeenHashes()
-        self.sources_seen = SeenHashes()
+        # the hashes of the kept pairs and of their sources, each kept only where a corpus checks it
+        self.seen = [(SeenHashes(), "duplicate", any(c.clean.dedup for c in corpora)),
+                     (SeenHashes(), "duplicate_source", any(c.clean.dedup_source for c in corpora))]
         self.report = CleanReport(shard=f"{shard[0]}/{shard[1]}" if shard else "", workers=workers)
         self.examples = max(c.clean.examples for c in corpora)
 
@@ -260,51 +247,44 @@ class Cleaner:
                 record["skipped"] = dict(skipped)
 
     def _first_verdicts(self, index: int, pairs: list[Pair]) -> _Pending:
-        clean = self.corpora[index].clean
         keys = [normalized(p.src) for p in pairs]
         source_hashes = [hash64(k) for k in keys]
         pair_hashes = [hash64(k + "\t" + normalized(p.tgt)) for k, p in zip(keys, pairs, strict=True)]
         reasons: list[str | None] = [None] * len(pairs)
         if self.shard is not None:
             k, n = self.shard
-            reasons = [None if h % n == k - 1 else "shard" for h in source_hashes]
+            reasons = [None if h % n == k else "shard" for h in source_hashes]
         for i, p in enumerate(pairs):
             if reasons[i] is None and (not p.src.strip() or not p.tgt.strip()):
                 reasons[i] = "empty"
         # a copy of a pair (or source) already kept needs no rules: "duplicate" now; copies of pairs
         # still in flight are judged and deduplicated in order when their verdicts come (_finish)
-        for on, seen, hashes, reason in ((clean.dedup, self.pairs_seen, pair_hashes, "duplicate"),
-                                         (clean.dedup_source, self.sources_seen, source_hashes,
-                                          "duplicate_source")):
-            live = [i for i, r in enumerate(reasons) if r is None]
-            if on and live:
-                found = seen.contains(np.array([hashes[i] for i in live], dtype=np.uint64))
-                for i, known in zip(live, found.tolist(), strict=True):
-                    if known:
-                        reasons[i] = reason
-        return _Pending(index, pairs, reasons, pair_hashes, source_hashes)
+        pending = _Pending(index, pairs, reasons, pair_hashes, source_hashes)
+        for (seen, reason, _), hashes, on in self._checks(pending):
+            if on:
+                _mark(reasons, hashes, reason, lambda h, seen=seen: ~seen.contains(h))
+        return pending
+
+    def _checks(self, chunk: _Pending) -> list[tuple[tuple[SeenHashes, str, bool], list[int], bool]]:
+        """For each kind of duplicate: its hashes seen, its reason, whether any corpus checks it; the
+        chunk's hashes of that kind; whether the chunk's corpus checks it."""
+        clean = self.corpora[chunk.corpus].clean
+        return list(zip(self.seen, (chunk.hashes, chunk.source_hashes), (clean.dedup, clean.dedup_source),
+                        strict=True))
 
     def _deduplicate(self, chunk: _Pending, reasons: list[str | None]) -> None:
         """Of the pairs the rules kept, in input order, drop those whose pair (or, with
-        clean.dedup_source, source) a kept pair already has; the kept ones are remembered. Only kept
-        pairs count: a pair dropped by its corpus's rules does not take its copy in another corpus,
-        whose rules may keep it."""
-        clean = self.corpora[chunk.corpus].clean
-        for on, seen, hashes, reason in ((clean.dedup, self.pairs_seen, chunk.hashes, "duplicate"),
-                                         (clean.dedup_source, self.sources_seen, chunk.source_hashes,
-                                          "duplicate_source")):
-            live = [i for i, r in enumerate(reasons) if r is None]
-            if on and live:
-                new = seen.first_seen(np.array([hashes[i] for i in live], dtype=np.uint64))
-                for i, fresh in zip(live, new.tolist(), strict=True):
-                    if not fresh:
-                        reasons[i] = reason
-        if not clean.dedup or not clean.dedup_source:  # what a later corpus that deduplicates must see
-            kept = [i for i, r in enumerate(reasons) if r is None]
-            for on, seen, hashes in ((clean.dedup, self.pairs_seen, chunk.hashes),
-                                     (clean.dedup_source, self.sources_seen, chunk.source_hashes)):
-                if not on and kept:
-                    seen.first_seen(np.array([hashes[i] for i in kept], dtype=np.uint64))
+        clean.dedup_source, source) a kept pair already has, then remember the ones kept. Only kept
+        pairs count: a pair dropped by its corpus's rules (or as a duplicate of its source) does not
+        take its copy in another corpus, whose rules may keep it."""
+        checks = self._checks(chunk)
+        for (seen, reason, _), hashes, on in checks:
+            if on:
+                _mark(reasons, hashes, reason, seen.fresh)
+        kept = [i for i, r in enumerate(reasons) if r is None]
+        for (seen, _, tracked), hashes, _ in checks:
+            if tracked and kept:  # their first copies: a kept pair with its source twice in the chunk
+                seen.first_seen(np.array([hashes[i] for i in kept], dtype=np.uint64))
 
     def _finish(self, chunk: _Pending, judged: list[str | None], write: Callable[[str, str], None]) -> None:
         corpus = self.corpora[chunk.corpus]
@@ -338,25 +318,21 @@ class Cleaner:
         self.progress(len(chunk.pairs))
 
 
-@contextlib.contextmanager
-def atomic_pair(src_path: Path, tgt_path: Path) -> Iterator[tuple[IO[str], IO[str]]]:
-    """Two text files written through temporary files beside them, renamed into place together only
-    when the block succeeds: a failure leaves what was there before."""
-    tmp_src = src_path.with_name(f".{src_path.name}.{os.getpid()}.tmp")
-    tmp_tgt = tgt_path.with_name(f".{tgt_path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp_src, "w", encoding="utf-8") as fs, open(tmp_tgt, "w", encoding="utf-8") as ft:
-            yield fs, ft
-        os.replace(tmp_src, src_path)
-        os.replace(tmp_tgt, tgt_path)
-    finally:
-        tmp_src.unlink(missing_ok=True)
-        tmp_tgt.unlink(missing_ok=True)
+def _mark(reasons: list[str | None], hashes: list[int], reason: str,
+          is_new: Callable[[np.ndarray], np.ndarray]) -> None:
+    """``reason`` for each pair not yet judged whose hash ``is_new`` says is not new."""
+    live = [i for i, r in enumerate(reasons) if r is None]
+    if live:
+        new = is_new(np.array([hashes[i] for i in live], dtype=np.uint64))
+        for i, fresh in zip(live, new.tolist(), strict=True):
+            if not fresh:
+                reasons[i] = reason
 
 
 def clean_into(cleaner: Cleaner, src_path: Path, tgt_path: Path) -> CleanReport:
-    """Run ``cleaner`` and write the kept pairs as a Moses pair (`atomic_pair`)."""
-    with atomic_pair(src_path, tgt_path) as (fs, ft):
+    """Run ``cleaner`` and write the kept pairs as a Moses pair, each file through a temporary file
+    renamed into place only when the whole run succeeded (`mtkit.textio.output_file`)."""
+    with output_file(src_path) as fs, output_file(tgt_path) as ft:
         def write(src: str, tgt: str) -> None:
             fs.write(src + "\n")
             ft.write(tgt + "\n")
@@ -401,26 +377,22 @@ def reading_only(clean: CleanConfig) -> CleanConfig:
                                urls=False, numbers=False, truncation=False)
 
 
-def clean_training(corpora: list[Corpus], workers: int, src: Path, tgt: Path, report_path: Path,
-                   console: Console) -> CleanReport:
-    """`mtkit prepare`'s cleaning: the corpora's kept pairs into ``src`` / ``tgt``, the report beside."""
+def run_cleaner(corpora: list[Corpus], workers: int, src: Path, tgt: Path, console: Console,
+                shard: tuple[int, int] | None = None, decisions: IO[str] | None = None) -> CleanReport:
+    """Clean ``corpora`` into ``src`` / ``tgt`` with a progress line: what `mtkit clean` and `mtkit
+    prepare` both run."""
     with progress_display(console) as progress:
         task = progress.add_task("clean", total=None)
-        cleaner = Cleaner(corpora, worker_count(workers), progress=lambda n: progress.advance(task, n))
-        report = clean_into(cleaner, src, tgt)
-    write_report(report, report_path)
-    console.print(f"cleaned the training corpora: {report.summary()}")
-    return report
+        cleaner = Cleaner(corpora, worker_count(workers), shard, decisions,
+                          lambda n: progress.advance(task, n))
+        return clean_into(cleaner, src, tgt)
 
 
 def write_report(report: CleanReport, path: Path) -> None:
     """PREFIX.report.json, atomically."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(report.as_json(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    with output_file(path) as f:
+        f.write(json.dumps(report.as_json(), ensure_ascii=False, indent=1) + "\n")
 
 
-__all__ = ["CHUNK_PAIRS", "CLEAN_REPORT", "CleanReport", "Cleaner", "Corpus", "SeenHashes", "atomic_pair",
-           "clean_into",
-           "clean_training", "hash64", "parse_shard", "reading_only", "training_corpora", "worker_count",
-           "write_report"]
+__all__ = ["CHUNK_PAIRS", "CLEAN_REPORT", "CleanReport", "Cleaner", "Corpus", "SeenHashes", "clean_into",
+           "hash64", "reading_only", "run_cleaner", "training_corpora", "worker_count", "write_report"]

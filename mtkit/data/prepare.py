@@ -37,7 +37,7 @@ from rich.progress import Progress
 from mtkit import __version__
 from mtkit.config.experiment import CONFIG_FILE, BpeConfig, Config, DataConfig, save_config
 from mtkit.data.bpe import Bpe, train_bpe
-from mtkit.data.cleaning import CLEAN_REPORT, clean_training, training_corpora
+from mtkit.data.cleaning import CLEAN_REPORT, run_cleaner, training_corpora, write_report
 from mtkit.data.corpora import bpe_sample, languages, split_tags, tag, write_tagged
 from mtkit.data.markup_augment import write_augmented
 from mtkit.data.meta import META_FILE, DataMeta, read_meta, write_meta
@@ -106,8 +106,10 @@ def prepare(cfg: Config, force: bool = False, console: Console | None = None) ->
         if corpora:  # the training pairs are read from data.sources and cleaned (docs/cleaning.md)
             tmp = scratch(".cleaned-")
             splits[0] = SplitInput("train", str(tmp / "train.src"), str(tmp / "train.tgt"))
-            report = clean_training(corpora, cfg.clean.workers, Path(splits[0].src), Path(splits[0].tgt),
-                                    tmp / CLEAN_REPORT, console)
+            report = run_cleaner(corpora, cfg.clean.workers, Path(splits[0].src), Path(splits[0].tgt),
+                                 console)
+            write_report(report, tmp / CLEAN_REPORT)
+            console.print(f"cleaned the training corpora: {report.summary()}")
             if report.written == 0:
                 raise DataError(f"cleaning kept no training pair of {len(corpora)} corpora: see the "
                                 f"reasons above ({cfg.data.dir} is unchanged)")

@@ -18,7 +18,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import re
 import sys
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -33,7 +32,7 @@ from mtkit.decode.translator import LoadOptions, SearchOptions, Translator
 from mtkit.device import dist_info_from_env
 from mtkit.errors import ConfigError, DataError, MtkitError
 from mtkit.formats.documents import document_format
-from mtkit.textio import chunked, count_lines, output_file, read_lines, same_file, warn
+from mtkit.textio import chunked, count_lines, output_file, parse_shard, read_lines, same_file, warn
 from mtkit.translate.options import OutputOptions
 from mtkit.translate.progress import progress_bar
 from mtkit.translate.protected import check_protected, protected_lines, translate_document_file
@@ -59,16 +58,6 @@ def read_input(path: str) -> Iterator[str]:
         if Path(path).is_dir():
             raise DataError(f"input {path} is a directory, not a file")
     return read_lines(path, strict=False, on_invalid=report)
-
-
-def parse_shard(spec: str | None) -> tuple[int, int] | None:
-    """``"K/N"`` → (K, N) with 0 ≤ K < N."""
-    if spec is None:
-        return None
-    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", spec)
-    if not match or not int(match[1]) < int(match[2]):
-        raise ConfigError(f"--shard {spec!r}: expected K/N with 0 <= K < N, e.g. 0/4")
-    return int(match[1]), int(match[2])
 
 
 def run_translate(model: str | Path, input: str = "-", output: str | None = None,

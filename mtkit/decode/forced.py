@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from mtkit.data.batching import pack_sorted
 from mtkit.data.bpe import Bpe
 from mtkit.decode.loader import load_model
 from mtkit.device import autocast, decode_dtype, resolve_device
@@ -49,19 +50,10 @@ class ForcedScorer:
         tgt_ids = [ids[: self.max_len - 1] for ids in self.tgt_bpe.encode_ids(list(targets))]
         order = np.argsort([len(t) + len(s) / 1000 for s, t in zip(src_ids, tgt_ids, strict=True)],
                            kind="stable")
+        lengths = np.array([len(t) + 1 for t in tgt_ids], dtype=np.int64)  # with EOS
         scores = np.zeros(len(order), dtype=np.float64)
-        start = 0
-        while start < len(order):
-            end = start + 1
-            while end < len(order):
-                rows = end - start + 1
-                longest = max(len(tgt_ids[i]) + 1 for i in order[start:end + 1])
-                if rows * longest > self.max_tokens:
-                    break
-                end += 1
-            batch = order[start:end]
+        for batch in pack_sorted(order, lengths, self.max_tokens):  # rows × longest target ≤ max_tokens
             scores[batch] = self._batch([src_ids[i] for i in batch], [tgt_ids[i] for i in batch])
-            start = end
         return scores.tolist()
 
     def _batch(self, srcs: list[list[int]], tgts: list[list[int]]) -> np.ndarray:

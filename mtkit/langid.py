@@ -45,6 +45,17 @@ class Guess:
     probability: float
 
 
+def load_model() -> Any:
+    """A new instance of py3langid's model (probabilities normalised), or one line naming the package.
+    The server shares one (`LanguageIdentifier`); corpus cleaning restricts its own to a few languages."""
+    try:
+        from py3langid.langid import MODEL_FILE
+        from py3langid.langid import LanguageIdentifier as Model
+    except ImportError:
+        raise ConfigError(NEEDS) from None
+    return Model.from_model_file(MODEL_FILE, norm_probs=True)
+
+
 class LanguageIdentifier:
     """py3langid's model, loaded once: ``rank`` and ``best`` over all its languages or a few."""
 
@@ -59,12 +70,7 @@ class LanguageIdentifier:
     def _load(cls) -> Any:
         with cls._lock:
             if cls._model is None:
-                try:
-                    from py3langid.langid import MODEL_FILE
-                    from py3langid.langid import LanguageIdentifier as Model
-                except ImportError:
-                    raise ConfigError(NEEDS) from None
-                cls._model = Model.from_model_file(MODEL_FILE, norm_probs=True)
+                cls._model = load_model()
             return cls._model
 
     def rank(self, text: str, among: Collection[str] | None = None) -> list[Guess]:
@@ -99,4 +105,4 @@ class LanguageIdentifier:
         return ranked[0] if ranked else None
 
 
-__all__ = ["NEEDS", "SERVED_WEIGHT", "Guess", "LanguageIdentifier"]
+__all__ = ["NEEDS", "SERVED_WEIGHT", "Guess", "LanguageIdentifier", "load_model"]

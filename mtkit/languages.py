@@ -6,6 +6,7 @@ name their languages every way, and a hand-written table takes every 2- and 3-le
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import langcodes
@@ -19,6 +20,12 @@ def _language(tag: str) -> langcodes.Language | None:
     except ValueError:  # langcodes' LanguageTagError
         return None
     return lang if lang.language else None
+
+
+def primary(language: str) -> str:
+    """The primary language subtag as written, lower case: "de" for "de-AT", "pt" for "pt_BR" (a
+    table lookup by language: code pages, scripts, words; no alias resolved)."""
+    return re.split(r"[-_]", language, maxsplit=1)[0].lower()
 
 
 def is_language(tag: str) -> bool:
@@ -45,4 +52,4 @@ def same_language(tag: str, wanted: str) -> bool:
     return not (want.territory and got.territory and want.territory != got.territory)
 
 
-__all__ = ["is_language", "same_language"]
+__all__ = ["is_language", "primary", "same_language"]

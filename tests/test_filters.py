@@ -25,9 +25,9 @@ from mtkit.data.filters import (
     length_ratio,
     normalized,
     numbers_differ,
-    primary,
     script_share,
 )
+from mtkit.languages import primary
 
 DEFAULTS = CleanConfig()
 ON = dataclasses.replace(DEFAULTS, urls=True, numbers=True)  # every rule on (numbers and URLs are off)

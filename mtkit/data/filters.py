@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mtkit.config.clean_section import CleanConfig
-from mtkit.errors import ConfigError
+from mtkit.languages import primary
 
 #: every reason a pair can be dropped for, in the order the rules are tried (the first one counts);
 #: the duplicate and score reasons are the cleaner's (`mtkit.data.cleaning`)
@@ -90,11 +90,6 @@ def script_share(text: str, scripts: Sequence[str]) -> float | None:
     if not letters:
         return None
     return sum(_script(c) in scripts for c in letters) / len(letters)
-
-
-def primary(language: str) -> str:
-    """The primary language subtag: "de" for "de-AT", "pt" for "pt_BR"."""
-    return re.split(r"[-_]", language, maxsplit=1)[0].lower()
 
 
 def _multiset(pattern: re.Pattern[str], text: str) -> Counter[str]:
@@ -210,14 +205,9 @@ def length_ratio(src: str, tgt: str) -> float:
 def _restricted_model(wanted: tuple[str, ...]) -> Any:
     """py3langid's model over the languages of ``wanted`` it knows, loaded once per process for each
     candidate list (a load takes about 0.6 s; corpora of one language pair share it)."""
-    try:
-        from py3langid.langid import MODEL_FILE
-        from py3langid.langid import LanguageIdentifier as Model
-    except ImportError:
-        from mtkit.langid import NEEDS
+    from mtkit.langid import load_model
 
-        raise ConfigError(f"clean.langid: {NEEDS}") from None
-    model = Model.from_model_file(MODEL_FILE, norm_probs=True)
+    model = load_model()
     known = set(model.nb_classes)
     model.set_languages([lang for lang in wanted if lang in known])
     return model
@@ -304,4 +294,4 @@ class PairRules:
 
 
 __all__ = ["REASONS", "RULE_REASONS", "SCRIPTS", "LanguageCheck", "PairRules", "is_copy", "is_truncated",
-           "OPEN_ENDINGS", "length_ratio", "normalized", "numbers_differ", "primary", "script_share"]
+           "OPEN_ENDINGS", "length_ratio", "normalized", "numbers_differ", "script_share"]

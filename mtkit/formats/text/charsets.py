@@ -17,6 +17,7 @@ import codecs
 from dataclasses import dataclass
 
 from mtkit.errors import ConfigError
+from mtkit.languages import primary
 
 #: the Windows code page of each language's legacy files (ISO 639-1), what subtitle editors assume
 CODE_PAGES = {
@@ -58,8 +59,8 @@ def guess_legacy(data: bytes, language: str) -> Guess | None:
     decided (the caller refuses the file)."""
     from charset_normalizer import from_bytes
 
-    primary = language.replace("_", "-").split("-")[0].lower()
-    page = CODE_PAGES.get(primary)
+    lang = primary(language)
+    page = CODE_PAGES.get(lang)
     if page is not None:  # the language's own code page, or nothing: no other guess beats knowing it
         try:
             data.decode(page)
@@ -68,7 +69,7 @@ def guess_legacy(data: bytes, language: str) -> Guess | None:
         best = from_bytes(data, cp_isolation=[page]).best()
         if best is None or best.chaos > LANGUAGE_CHAOS:
             return None
-        return Guess(page, f"read as {page}, the usual charset of {primary} files (not UTF-8; give "
+        return Guess(page, f"read as {page}, the usual charset of {lang} files (not UTF-8; give "
                            "--encoding if it is another)")
     if sum(byte >= 0x80 for byte in data) < DETECTOR_EVIDENCE:
         return None  # a handful of non-ASCII bytes decode as something in every charset

@@ -150,28 +150,11 @@ def _column(value: str, default: int, path: str) -> int | str:
 
 
 def _decoded_lines(path: str) -> Iterator[str]:
-    """The lines of ``path`` with their endings, strictly decoded, split on \\n only.
-
-    Not a text stream with newline="": that splits on a lone \\r too, which would make the line numbers
-    in messages disagree with editors and split rows that the Moses reader keeps whole."""
-    f = open_binary(path)
-    try:
-        for lineno, raw in enumerate(f, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise DataError(
-                    f"{path}:{lineno}: invalid UTF-8 (byte {exc.start + 1} of the line)"
-                ) from None
-            if lineno == 1:
-                line = line.removeprefix("\ufeff")
-            if "\r" in line:  # a lone \r is a space, as in the Moses reader (csv would call it a row end)
-                line = line.rstrip("\r\n").replace("\r", " ") + "\n"
-            yield line
-    except (OSError, EOFError) as exc:  # a truncated or corrupt .gz among them
-        raise DataError(f"{path}: cannot read ({exc})") from None
-    finally:
-        f.close()
+    """The lines of ``path`` as `mtkit.textio.read_lines` reads them (strict UTF-8 named by file:line, a
+    lone \\r a space, as in the Moses reader: csv would call it a row end), the BOM off, each ended by
+    \\n again for the csv reader, which joins a quoted field's lines."""
+    for n, line in enumerate(read_lines(path)):
+        yield (line.removeprefix("\ufeff") if n == 0 else line) + "\n"
 
 
 def _tsv_rows(path: str, quoting: str) -> Iterator[tuple[int, list[str]]]:

@@ -633,3 +633,16 @@ def test_translate_file_never_writes_over_its_input(model_dir: Path, tmp_path: P
     assert source.read_bytes() == SRT
     with pytest.raises(ConfigError, match="format"):
         exact(model_dir).translate_bytes(SRT, "talk.srt", format="pdf")
+
+
+def test_a_document_goes_into_the_target_language_the_translator_was_made_for(tmp_path: Path) -> None:
+    """A multilingual model's Translator made for one target (tgt_lang) translates a document into it:
+    the catalog's header names that language, not the model's first."""
+    from serve_helpers import multilingual_model
+
+    model = multilingual_model(tmp_path / "multi", pairs=(("en", "de"), ("en", "es")))
+    po = (b'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+          b'msgid "the house"\nmsgstr ""\n')
+    translator = Translator(model, device="cpu", precision="fp32", tgt_lang="es")
+    assert b'"Language: es\\n"' in translator.translate_bytes(po, "a.po").data
+    assert b'"Language: de\\n"' in translator.translate_bytes(po, "a.po", tgt_lang="de").data

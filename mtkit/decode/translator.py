@@ -243,20 +243,22 @@ class Translator:
 
     def translate_bytes(self, data: bytes, name: str = "document.txt", format: str = "auto",
                         tgt_lang: str = "", retranslate: bool = False, fuzzy: bool = True,
-                        encoding: str = "") -> DocumentResult:
+                        encoding: str = "", progress: Any = None) -> DocumentResult:
         """A document's bytes translated as ``format`` (auto: by ``name``'s extension; any of
         `mtkit.formats.documents.FORMATS`: text, gettext catalogs, HTML, subtitles, XLIFF, office files,
         EPUB). Bytes in, bytes out: what is not translated (markup, timings, line endings, the charset,
         a BOM) comes back as it was. ``retranslate`` and ``fuzzy`` are `mtkit translate`'s for catalogs;
         ``encoding`` the charset of a text or SubRip file (else a file that is not UTF-8 is read in the
         model's source language's usual charset where its text looks right, said in ``left``).
-        Returns the bytes, what was left untranslated (``left``: name:line: why) and a summary."""
+        ``progress``: told of each string searched (`mtkit translate`'s bar). Returns the bytes, what was
+        left untranslated (``left``: name:line: why) and a summary."""
         from mtkit.decode.formats_adapter import search_functions
         from mtkit.formats.documents import document_format, translate_document
 
         translator = self.for_target(tgt_lang) if tgt_lang else self
-        return translate_document(data, name, document_format(name, format), tgt_lang or self.meta.tgt_lang,
-                                  *search_functions(translator, name), retranslate, fuzzy, encoding,
+        language = tgt_lang or self.search_options.tgt_lang or self.meta.tgt_lang
+        return translate_document(data, name, document_format(name, format), language,
+                                  *search_functions(translator, name, progress), retranslate, fuzzy, encoding,
                                   self.meta.src_lang)
 
     def translate_file(self, source: str | Path, target: str | Path, format: str = "auto",

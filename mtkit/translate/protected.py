@@ -12,7 +12,7 @@ from mtkit.decode.formats_adapter import search_functions
 from mtkit.decode.translation import one_line
 from mtkit.decode.translator import LoadOptions, SearchOptions, Translator
 from mtkit.errors import ConfigError
-from mtkit.formats.documents import Format, translate_document
+from mtkit.formats.documents import Format
 from mtkit.placeholders.strings import placed_by_guess, translate_strings
 from mtkit.textio import read_bytes, warn, write_bytes
 from mtkit.translate.options import OutputOptions
@@ -56,9 +56,8 @@ def translate_document_file(model: str | Path, input: str, output: str | None, d
     show = out.progress if out.progress is not None else output is not None and sys.stderr.isatty()
     bar = GrowingBar("strings") if show else None
     try:
-        result = translate_document(data, name, doc, search.tgt_lang or translator.meta.tgt_lang,
-                                    *search_functions(translator, name, bar), out.retranslate, out.fuzzy,
-                                    out.encoding, translator.meta.src_lang)
+        result = translator.translate_bytes(data, name, doc, retranslate=out.retranslate, fuzzy=out.fuzzy,
+                                            encoding=out.encoding, progress=bar)
     finally:
         if bar is not None:
             bar.stop()

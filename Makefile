@@ -41,7 +41,8 @@ ISA_TESTS ?= tests/test_export.py tests/test_search.py tests/test_translator.py 
 	tests/test_transformer.py tests/test_rnn.py tests/test_device.py tests/test_constrained.py \
 	tests/test_confidence.py tests/test_translate_jobs.py tests/test_corpora.py tests/test_corpora_decoder.py \
 	tests/test_hf.py tests/test_torch_engine.py tests/test_attention.py tests/test_trainer.py
-ISA_AVX2 := CT2_FORCE_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2
+ISA_AVX2 := CT2_FORCE_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 \
+	FBGEMM_ENABLE_INSTRUCTIONS=AVX2
 ISA_GENERIC := CT2_FORCE_CPU_ISA=GENERIC ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 \
 	MKL_ENABLE_INSTRUCTIONS=SSE4_2
 

@@ -105,7 +105,7 @@ def cpu_runs_bf16_lstm() -> bool:
     (it emulates bf16 there when the CPU lacks the instructions); below it creating the kernel fails.
     A CPU whose flags cannot be read (not x86 Linux) is not refused."""
     flags = cpu_flags()
-    return _onednn_isa_cap() not in _ONEDNN_CAPS_BELOW_AVX512 and (not flags or "avx512f" in flags)
+    return not onednn_below_avx512() and (not flags or "avx512f" in flags)
 
 
 _warned_emulated_bf16 = False
@@ -197,6 +197,23 @@ def ct2_compute_type(precision: str, int8: bool) -> str:
 def decode_int8(precision: str, int8: bool = False) -> bool:
     """Whether a decoding engine quantizes its linear layers to int8 (``--precision int8`` or ``--int8``)."""
     return int8 or precision == "int8"
+
+
+def onednn_below_avx512() -> bool:
+    """Whether oneDNN is capped below AVX-512 in this process (ONEDNN_MAX_CPU_ISA=AVX2, as ``make
+    test-isa`` and the AVX2 benchmarks set): its kernels then run as on a CPU without AVX-512."""
+    return _onednn_isa_cap() in _ONEDNN_CAPS_BELOW_AVX512
+
+
+def auto_int8(precision: str, device: torch.device, int8: bool = False) -> bool:
+    """Whether ``--precision auto`` decodes a Transformer with int8 linear layers on this device: on an
+    x86 CPU with AVX2 (fbgemm's int8 kernels) that computes bf16 only in emulation, where that measured
+    faster than fp32 at the same BLEU (docs/notebook/engines.md). Elsewhere auto is bf16 (native bf16
+    CPUs, GPUs) or fp32 (CPUs without AVX2, other architectures); ``--precision fp32`` stays exact."""
+    import torch
+    if precision != "auto" or int8 or device.type != "cpu" or cpu_has_native_bf16():
+        return False
+    return "avx2" in cpu_flags() and "x86" in torch.backends.quantized.supported_engines
 
 
 def decode_dtype(precision: str, device: torch.device, int8: bool = False) -> torch.dtype:
@@ -353,7 +370,8 @@ def dist_info_from_env() -> DistInfo:
 
 
 
-__all__ = ["KERNEL_CACHE_CAPACITY", "PRECISIONS", "DistInfo", "allowed_cpus", "autocast", "autocast_dtype",
-           "bound_kernel_caches", "check_decode_precision", "cpu_flags", "cpu_has_native_bf16",
-           "cpu_runs_bf16_lstm", "decode_dtype", "decode_int8", "dist_info_from_env",
-           "no_attention_plan_per_shape", "resolve_device", "short_openmp_spin", "thread_count", "threads"]
+__all__ = ["KERNEL_CACHE_CAPACITY", "PRECISIONS", "DistInfo", "allowed_cpus", "auto_int8", "autocast",
+           "autocast_dtype", "bound_kernel_caches", "check_decode_precision", "cpu_flags",
+           "cpu_has_native_bf16", "cpu_runs_bf16_lstm", "decode_dtype", "decode_int8", "dist_info_from_env",
+           "no_attention_plan_per_shape", "onednn_below_avx512", "resolve_device", "short_openmp_spin",
+           "thread_count", "threads"]

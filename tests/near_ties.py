@@ -90,30 +90,33 @@ class _Margins:
         return any(m <= TOLERANCE + (s if ct2_involved else 0.0) for m, s in self.margins)
 
     # wrappers of mtkit.decode.search's steps, which record and then do what the original does
-    def mask_step(self, original, log_probs, t, max_len, cfg, history):
+    def mask_step(self, original, logits, t, max_len, cfg, history, log_norm=None):
+        log_probs = logits if log_norm is None else logits - log_norm.unsqueeze(1)
         removed = (log_probs[:, PAD_ID].exp() + log_probs[:, BOS_ID].exp()).clamp(max=1 - 1e-6)
         self.shift += float(-torch.log1p(-removed).max())
         self.step = (t, (max_len <= t).clone())
-        out = original(log_probs, t, max_len, cfg, history)
+        out = original(logits, t, max_len, cfg, history, log_norm)
         if self.k == 1:
             top = out.topk(2, dim=-1).values
             self.add(float((top[:, 0] - top[:, 1]).min()), shift=0.0)  # one prefix: shifted alike
         return out
 
-    def best_extensions(self, original, scores, log_probs, k):
-        n, vocab = scores.size(0), log_probs.size(-1)
-        if self.step is not None and k > 1:  # beams forced to EOS here: CTranslate2 cuts them (t tokens)
+    def best_extensions(self, original, scores, logits, k, log_norm):
+        n, vocab = scores.size(0), logits.size(-1)
+        beams = logits.size(0) // n  # 1 at the first step (every beam one row), else K
+        if self.step is not None and k > 1 and beams == k:  # beams forced to EOS: CTranslate2 cuts them
             t, forced = self.step
             self.cut_scores += [float(normalise(score, t, self.cfg)) for score in scores.reshape(-1)[forced]
                                 if score > search_module.NEG_INF]
-        cand = (scores.unsqueeze(2) + log_probs.view(n, k, vocab)).view(n, k * vocab)
+        log_probs = (logits - log_norm.unsqueeze(1)).view(n, beams, vocab)
+        cand = (scores[:, :beams].unsqueeze(2) + log_probs).view(n, beams * vocab)
         top, idx = cand.topk(min(3 * k + 1, cand.size(1)), dim=1)
         for row, ids in zip(top, idx, strict=True):
             self.add(float(row[k - 1] - row[k]))  # which EOS extensions are among the first K
             alive = row[(ids % vocab) != EOS_ID]
             if alive.numel() > k:
                 self.add(float(alive[k - 1] - alive[k]))  # which prefixes continue
-        return original(scores, log_probs, k)
+        return original(scores, logits, k, log_norm)
 
     def sentences_done(self, original, b, cont, t, cfg):
         if cfg.length_norm != "gnmt":

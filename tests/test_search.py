@@ -11,7 +11,15 @@ import pytest
 import torch
 
 from mtkit.config.experiment import DecodingConfig, ModelConfig
-from mtkit.decode.search import Hypothesis, _beam, _keep_k_best, normalise, search
+from mtkit.decode.search import (
+    Hypothesis,
+    _beam,
+    _best_extensions,
+    _keep_k_best,
+    log_normalizer,
+    normalise,
+    search,
+)
 from mtkit.models import build_model
 from mtkit.models.base import EncoderOutput, Seq2Seq
 from mtkit.models.ensemble import Ensemble
@@ -39,7 +47,7 @@ class ToyModel(Seq2Seq):
         weights = torch.arange(1, tokens.size(1) + 1, device=tokens.device)
         return (tokens * weights).sum(1) % self.buckets
 
-    def step(self, prev_tokens, state, enc, need_attention=False, attn_layer=-1):
+    def step(self, prev_tokens, state, enc, need_attention=False, attn_layer=-1, normalize=True):
         state = (state * 7 + prev_tokens + 1) % self.buckets
         attn = None
         if need_attention:
@@ -91,6 +99,54 @@ def test_beam_size_one_equals_greedy(model):
     assert tokens(greedy) == tokens(beam1)
     for g, b in zip(greedy, beam1, strict=True):
         assert g[0].score == pytest.approx(b[0].score, abs=1e-4)
+
+
+def test_greedy_without_scores_finds_the_same_tokens_and_leaves_scores_nan(model):
+    """scores=False (plain text output) skips each step's log-normaliser: the same argmax tokens, and
+    scores that say they were not computed rather than a wrong number."""
+    src = random_src(6, seed=4)
+    cfg = DecodingConfig(max_len_a=1.5, max_len_b=3)
+    scored = search(model, src, cfg, beam_size=1)
+    plain = search(model, src, cfg, beam_size=1, scores=False)
+    assert tokens(plain) == tokens(scored)
+    assert all(math.isnan(h[0].score) for h in plain) and all(math.isfinite(h[0].score) for h in scored)
+
+
+@pytest.mark.parametrize("arch", ["transformer", "rnn"])
+def test_a_step_without_normalising_returns_the_logits_of_its_log_probs(arch):
+    model = real_model(arch, seed=2)
+    src = random_src(3, seed=5)
+    with torch.inference_mode():
+        enc = model.encode(src)
+        prev = torch.full((3,), BOS_ID)
+        log_probs, _, _ = model.step(prev, model.init_state(enc), enc)
+        logits, _, _ = model.step(prev, model.init_state(enc), enc, normalize=False)
+    assert logits.dtype is torch.float32 and not torch.allclose(logits.exp().sum(-1), torch.ones(3))
+    assert torch.allclose(logits.log_softmax(-1), log_probs, atol=1e-5)
+    assert torch.allclose(log_normalizer(logits), logits.logsumexp(-1), atol=1e-5)
+
+
+@pytest.mark.parametrize(("k", "vocab", "beams"), [(3, 50, 3), (4, 9, 4), (5, 8, 1), (2, 3, 1)])
+def test_best_extensions_rank_what_the_full_beam_by_vocabulary_sum_ranks(k, vocab, beams):
+    """Normalising only each row's 2K best tokens finds the 2K best (beam, token) extensions of the
+    full [K, V] sum: the same scores, beams and tokens; a vocabulary narrower than 2K at the first
+    step (one row per sentence) pads with -inf."""
+    g = torch.Generator().manual_seed(k * vocab)
+    n = 4
+    scores = torch.randn(n, k, generator=g)
+    if beams == 1:
+        scores[:, 1:] = float("-inf")
+    logits = torch.randn(n * beams, vocab, generator=g) * 3
+    logits[0, 2] = float("-inf")  # a masked token
+    ext = _best_extensions(scores, logits.clone(), k, log_normalizer(logits))
+    full = (scores[:, :beams].unsqueeze(2) + logits.log_softmax(-1).view(n, beams, vocab)).view(n, -1)
+    width = min(2 * k, full.size(1))
+    expected, index = full.topk(width, dim=1)
+    assert torch.allclose(ext.scores[:, :width], expected, atol=1e-5)
+    finite = torch.isfinite(expected)  # -inf ties (a masked token, the padding) may come in any order
+    assert torch.equal(ext.beam[:, :width][finite], (index // vocab)[finite])
+    assert torch.equal(ext.token[:, :width][finite], (index % vocab)[finite])
+    assert torch.isinf(ext.scores[:, width:]).all()
 
 
 @pytest.mark.parametrize("arch", ["transformer", "rnn"])

@@ -62,7 +62,7 @@ class FullDecoding(Seq2Seq):
     def init_state(self, enc) -> Tensor:
         return torch.empty((enc.memory.size(0), 0), dtype=torch.long)
 
-    def step(self, prev_tokens, state, enc, need_attention=False, attn_layer=-1):
+    def step(self, prev_tokens, state, enc, need_attention=False, attn_layer=-1, normalize=True):
         prefix = torch.cat((state, prev_tokens.unsqueeze(1)), 1)
         logits, _ = self.model(enc.memory, prefix)
         return torch.log_softmax(logits[:, -1].float(), -1), prefix, None
@@ -176,3 +176,60 @@ def test_int8_decoding_stays_close_to_fp32(backend: str) -> None:
                 total += lp.size(0)
                 prev = lp.argmax(-1)
     assert agree >= 0.8 * total
+
+
+def test_auto_decodes_in_int8_on_an_avx2_cpu_without_bf16(monkeypatch) -> None:
+    """auto is int8 where it measured faster at the same BLEU (x86 with AVX2, bf16 only emulated);
+    never for an explicit precision, a GPU, a CPU with native bf16 or one without AVX2."""
+    import mtkit.device as device
+
+    cpu = torch.device("cpu")
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
+    monkeypatch.setattr(device, "cpu_flags", lambda: frozenset({"avx2", "fma"}))
+    if "x86" in torch.backends.quantized.supported_engines:
+        assert device.auto_int8("auto", cpu)
+    for precision in ("fp32", "bf16", "int8"):
+        assert not device.auto_int8(precision, cpu)
+    assert not device.auto_int8("auto", torch.device("cuda"))
+    monkeypatch.setattr(device, "cpu_flags", lambda: frozenset({"avx2", "avx512_bf16"}))
+    assert not device.auto_int8("auto", cpu)
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")  # the same CPU capped as make test-isa caps it
+    assert device.auto_int8("auto", cpu) == ("x86" in torch.backends.quantized.supported_engines)
+    monkeypatch.setattr(device, "cpu_flags", lambda: frozenset({"sse4_2"}))
+    assert not device.auto_int8("auto", cpu)
+
+
+def test_int8_backend_under_a_onednn_cap_below_avx512_is_fbgemm(monkeypatch) -> None:
+    import mtkit.decode.quantize as quantize
+
+    monkeypatch.setattr(quantize, "cpu_flags", lambda: frozenset({"avx2", "avx512_vnni", "amx_int8"}))
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    assert int8_backend() != "onednn"
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
+    if "onednn" in torch.backends.quantized.supported_engines:
+        assert int8_backend() == "onednn"
+
+
+@pytest.mark.parametrize("arch", ["transformer", "rnn"])
+def test_the_engine_quantizes_a_transformer_when_auto_chooses_int8(arch, tmp_path, monkeypatch) -> None:
+    """Where auto picks int8 the engine's Transformer gets int8 linear layers (and says so); an RNN,
+    on which int8 was not measured, stays fp32, and so does a Transformer narrower than measured."""
+    from train_helpers import make_data_dir, tiny_config
+
+    import mtkit.decode.loader as loader
+    import mtkit.decode.torch_engine as torch_engine
+    from mtkit.decode.loader import is_int8
+    from mtkit.options import LoadOptions
+    from mtkit.train.trainer import train
+
+    data = make_data_dir(tmp_path, n_train=40, n_dev=4, random_ids=(3, 8), vocab_size=24)
+    train(tiny_config(data, tmp_path / "model", arch=arch, max_steps=1, validate_every=1000, log_every=1000))
+    monkeypatch.setattr(torch_engine, "auto_int8", lambda *a: True)
+    engine = torch_engine.TorchEngine(tmp_path / "model", LoadOptions(device="cpu"), (), 1)
+    assert not engine.int8 and not is_int8(engine.model)  # d_model 32 (train_helpers): below the floor
+    monkeypatch.setattr(loader, "AUTO_INT8_MIN_D_MODEL", 32)
+    engine = torch_engine.TorchEngine(tmp_path / "model", LoadOptions(device="cpu"), (), 1)
+    assert engine.int8 == (arch == "transformer") == is_int8(engine.model)
+    found = engine.search([[5, 6, 7]], DecodingConfig(beam_size=1, max_len_a=0.0, max_len_b=4), scores=False)
+    assert len(found) == 1 and len(found[0][0].tokens) <= 4

@@ -21,6 +21,7 @@ from mtkit.data.meta import DataMeta, read_meta
 from mtkit.errors import CheckpointError, ConfigError, DataError
 from mtkit.models import Seq2Seq, build_model
 from mtkit.models.ensemble import Ensemble
+from mtkit.models.transformer import Transformer
 
 
 @dataclass
@@ -60,12 +61,21 @@ def load_model(model: str | Path, checkpoint: str = "best", overrides: Sequence[
     return LoadedModel(net, cfg, meta, model_dir, file)
 
 
+#: the narrowest Transformer ``--precision auto`` quantizes: int8 was measured faster than fp32 at the
+#: same BLEU on d_model 256 (docs/notebook/engines.md); a narrower model's matrix products are small
+#: beside the per-call cost of quantizing its activations
+AUTO_INT8_MIN_D_MODEL = 256
+
+
 def load_for_decoding(model: str | Path, checkpoint: str, overrides: Sequence[str], device: torch.device,
                       dtype: torch.dtype, int8: bool = False,
-                      ensemble: Sequence[str | Path] = ()) -> tuple[LoadedModel, Seq2Seq]:
+                      ensemble: Sequence[str | Path] = (), auto_int8: bool = False
+                      ) -> tuple[LoadedModel, Seq2Seq]:
     """The main model (whose config, vocabulary and BPE models rule) and the network to search with:
     the model itself, or an ``Ensemble`` of it and the ``ensemble`` models, converted once to ``dtype``
-    (or dynamically quantized to int8 on CPU)."""
+    (or dynamically quantized to int8 on CPU). ``auto_int8`` (`mtkit.device.auto_int8`): quantize
+    where every model is a Transformer at least ``AUTO_INT8_MIN_D_MODEL`` wide, what int8 was measured
+    on; RNNs and narrower models stay in ``dtype``."""
     if int8 and device.type != "cpu":
         raise ConfigError("--precision int8 (--int8) quantizes for the CPU; use it with --device cpu")
     main = load_model(model, checkpoint, overrides, device)
@@ -78,7 +88,8 @@ def load_for_decoding(model: str | Path, checkpoint: str, overrides: Sequence[st
                               f"({main.meta.src_vocab_size}/{main.meta.tgt_vocab_size}); ensembled models "
                               "must share vocabularies")
         models.append(extra.model)
-    if int8:
+    if int8 or (auto_int8 and all(isinstance(m, Transformer) and m.d_model >= AUTO_INT8_MIN_D_MODEL
+                                  for m in models)):
         models = [quantize_int8(m) for m in models]
     elif dtype != torch.float32:
         models = [m.to(dtype) for m in models]
@@ -93,4 +104,12 @@ def quantize_int8(model: Seq2Seq) -> Seq2Seq:
     return quantize(model)  # type: ignore[return-value]
 
 
-__all__ = ["LoadedModel", "load_for_decoding", "load_model", "quantize_int8"]
+def is_int8(net: torch.nn.Module) -> bool:
+    """Whether ``net`` (a model or an ensemble) computes its linear layers in int8."""
+    from torch.ao.nn.quantized.dynamic import Linear as Int8Linear
+
+    return any(isinstance(module, Int8Linear) for module in net.modules())
+
+
+__all__ = ["AUTO_INT8_MIN_D_MODEL", "LoadedModel", "is_int8", "load_for_decoding", "load_model",
+           "quantize_int8"]

@@ -18,17 +18,20 @@ import warnings
 import torch
 from torch import nn
 
-from mtkit.device import cpu_flags
+from mtkit.device import cpu_flags, onednn_below_avx512
 
 #: CPU flags whose int8 instructions oneDNN's kernels use and fbgemm's do not
 ONEDNN_INT8_FLAGS = frozenset({"amx_int8", "avx512_vnni"})
 
 
 def int8_backend(flags: frozenset[str] | None = None) -> str:
-    """The quantized backend to pack int8 weights for: oneDNN on CPUs with AMX or AVX512-VNNI, else
-    PyTorch's default (fbgemm through ``x86``), among those this PyTorch build supports."""
+    """The quantized backend to pack int8 weights for: oneDNN on CPUs with AMX or AVX512-VNNI (unless
+    oneDNN is capped below AVX-512: it then runs as on an AVX2 CPU, where fbgemm is the one tuned),
+    else PyTorch's default (fbgemm through ``x86``), among those this PyTorch build supports."""
     supported = torch.backends.quantized.supported_engines
-    if (flags if flags is not None else cpu_flags()) & ONEDNN_INT8_FLAGS and "onednn" in supported:
+    if flags is None:
+        flags = frozenset() if onednn_below_avx512() else cpu_flags()
+    if flags & ONEDNN_INT8_FLAGS and "onednn" in supported:
         return "onednn"
     return "x86" if "x86" in supported else torch.backends.quantized.engine
 

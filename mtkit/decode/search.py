@@ -5,6 +5,11 @@ Every algorithm runs over one flat batch of rows (sentences × beams, or sentenc
 so a batch costs what its sentences need rather than what its longest sentence needs. Per-step work is
 vectorised over the rows; Python only touches a hypothesis when it is finished.
 
+The model's steps return logits (``Seq2Seq.step(normalize=False)``), not log-probabilities: greedy
+search only needs each row's best token (and, where a score is asked for, that token's log-probability,
+from one log-normaliser per row), and beam search normalises only the 2K best tokens of each row it
+keeps. Neither writes a log-softmax over the whole vocabulary at each step.
+
 Lengths: a hypothesis has at most ``floor(max_len_a · source_len + max_len_b)`` tokens before EOS
 (EOS is forced there) and at least ``min_len`` (EOS is blocked before). Scores are normalised over
 the output length counted with its EOS (``len(tokens) + 1``):
@@ -17,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from mtkit.config.experiment import DecodingConfig
@@ -35,7 +41,7 @@ COMPACT_FRACTION = 0.25
 def search(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, *, beam_size: int | None = None,
            nbest: int = 1, need_attention: bool = False, sample: bool = False,
            generator: torch.Generator | None = None, attn_layer: int = -1,
-           start: Tensor | None = None) -> list[list[Hypothesis]]:
+           start: Tensor | None = None, scores: bool = True) -> list[list[Hypothesis]]:
     """Translate a padded batch ``src`` [B, S] (PAD_ID where padded).
 
     Returns, per input sentence in input order, ``nbest`` hypotheses sorted best first. Beam size
@@ -44,6 +50,8 @@ def search(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, *, beam_size: int |
     A beam narrower than ``nbest`` is widened to ``nbest``. ``model`` may be an ``Ensemble``.
     ``start`` [B]: each sentence's first decoder input, BOS where None (a multilingual model with
     decoder-side language tags starts from the tag instead: `mtkit.data.corpora`); it is no output token.
+    ``scores=False``: greedy search leaves every score NaN (nothing reads them: the plain text output)
+    and skips the log-normaliser of each step; beam search and sampling score anyway.
     """
     if nbest < 1:
         raise ConfigError(f"nbest must be at least 1, not {nbest}")
@@ -57,7 +65,8 @@ def search(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, *, beam_size: int |
             return _sample_or_greedy(model, src, cfg, nbest, need_attention, attn_layer, True, generator,
                                      start)
         if k == 1 and nbest == 1:
-            return _sample_or_greedy(model, src, cfg, 1, need_attention, attn_layer, False, None, start)
+            return _sample_or_greedy(model, src, cfg, 1, need_attention, attn_layer, False, None, start,
+                                     scores)
         return _beam(model, src, cfg, max(k, nbest), nbest, need_attention, attn_layer, start)
 
 
@@ -77,10 +86,19 @@ def _length_limits(src: Tensor, cfg: DecodingConfig) -> Tensor:
     return torch.floor(src_lens.double() * cfg.max_len_a + cfg.max_len_b).long().clamp(min=1)
 
 
+def log_normalizer(logits: Tensor) -> Tensor:
+    """Each row's log-sum-exp [N]: a token's log-probability is its logit minus this. One pass over
+    the row and one temporary (torch.logsumexp keeps more, and measured slower on a CPU)."""
+    top = logits.amax(-1, keepdim=True)
+    return (logits - top).exp_().sum(-1).log_().add_(top.squeeze(-1))
+
+
 def _mask_step(log_probs: Tensor, t: int, max_len: Tensor, cfg: DecodingConfig,
-               history: Tensor) -> Tensor:
+               history: Tensor, log_norm: Tensor | None = None) -> Tensor:
     """Apply the per-step constraints in place: never PAD/BOS; no EOS before min_len; only EOS at
-    the length limit (``max_len`` is per row); no repeated n-grams."""
+    the length limit (``max_len`` is per row); no repeated n-grams. ``log_probs`` may be logits whose
+    rows' log-normaliser is ``log_norm``: an EOS forced for free (``eos_at_limit``) gets the logit of
+    probability 1 (or 0 where no score is kept: it is then the only finite one)."""
     eos = log_probs[:, EOS_ID].clone()
     log_probs[:, PAD_ID] = NEG_INF
     log_probs[:, BOS_ID] = NEG_INF
@@ -93,7 +111,8 @@ def _mask_step(log_probs: Tensor, t: int, max_len: Tensor, cfg: DecodingConfig,
         forced = forced | (log_probs.max(-1).values == NEG_INF)
     if bool(forced.any()):
         log_probs[forced] = NEG_INF
-        eos = eos if cfg.eos_at_limit == "scored" else torch.zeros_like(eos)  # free: as generate forces it
+        if cfg.eos_at_limit != "scored":  # free: as generate forces it
+            eos = log_norm if log_norm is not None else torch.zeros_like(eos)
         log_probs[:, EOS_ID] = torch.where(forced, eos, log_probs[:, EOS_ID])
     return log_probs
 
@@ -115,9 +134,10 @@ def _append_attention(attn_hist: Tensor | None, attn: Tensor | None) -> Tensor |
 # ----------------------------------------------------------------------------- greedy and sampling
 def _sample_or_greedy(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, copies: int,
                       need_attention: bool, attn_layer: int, sample: bool,
-                      generator: torch.Generator | None, start: Tensor | None = None
+                      generator: torch.Generator | None, start: Tensor | None = None, scored: bool = True
                       ) -> list[list[Hypothesis]]:
-    """Greedy search (argmax) or ancestral sampling, ``copies`` independent rows per sentence."""
+    """Greedy search (argmax) or ancestral sampling, ``copies`` independent rows per sentence;
+    ``scored=False``: greedy without scores (NaN)."""
     batch, device = src.size(0), src.device
     max_len = _length_limits(src, cfg)
     enc = model.encode(src)
@@ -130,7 +150,8 @@ def _sample_or_greedy(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, copies: 
     rows = row_sentence.clone()  # sentence of each active row
     prev = start_tokens(src, start).repeat_interleave(copies)
     history = torch.empty((rows.numel(), 0), dtype=torch.long, device=device)
-    scores = torch.zeros(rows.numel(), dtype=torch.float32, device=device)
+    scored = scored or sample
+    scores = torch.full((rows.numel(),), 0.0 if scored else float("nan"), dtype=torch.float32, device=device)
     attn_hist: Tensor | None = None
     results: list[list[Hypothesis]] = [[] for _ in range(batch)]
     limit = int(max_len.max())
@@ -138,14 +159,16 @@ def _sample_or_greedy(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, copies: 
     # rows would change the random numbers the live ones get)
     dead = None if sample else torch.zeros(rows.numel(), dtype=torch.bool, device=device)
     for t in range(limit + 1):
-        log_probs, state, attn = model.step(prev, state, enc, need_attention, attn_layer)
-        log_probs = _mask_step(log_probs.float(), t, row_max, cfg, history)
+        logits, state, attn = model.step(prev, state, enc, need_attention, attn_layer, normalize=False)
+        logits = logits.float()
+        log_norm = log_normalizer(logits) if scored else None
+        logits = _mask_step(logits, t, row_max, cfg, history, log_norm)
         if sample:
-            logits = filter_logits(log_probs, cfg)
-            tok = torch.multinomial(logits.softmax(-1), 1, generator=generator).squeeze(1)
+            tok = torch.multinomial(filter_logits(logits, cfg).softmax(-1), 1, generator=generator).squeeze(1)
         else:
-            tok = log_probs.argmax(-1)
-        scores = scores + log_probs.gather(1, tok.unsqueeze(1)).squeeze(1)
+            tok = logits.max(-1).indices  # the first maximum, as argmax, and measured faster on a CPU
+        if log_norm is not None:
+            scores = scores + (logits.gather(1, tok.unsqueeze(1)).squeeze(1) - log_norm)
         if need_attention:
             attn_hist = _append_attention(attn_hist, attn)
         finished = tok == EOS_ID
@@ -247,14 +270,17 @@ def _beam(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, k: int, nbest: int,
     src_mask = b.enc.src_mask.cpu()
     finished: list[list[Hypothesis]] = [[] for _ in range(src.size(0))]
     for t in range(int(b.sent_max.max()) + 1):
-        if t == 0:
-            log_probs, attn = _first_step(model, b, k, need_attention, attn_layer)
+        if t == 0:  # one row per sentence: its K beams are identical
+            logits, attn = _first_step(model, b, k, need_attention, attn_layer)
+            row_max, row_history = b.sent_max, b.history[::k]
         else:
-            log_probs, attn = _next_step(model, b, need_attention, attn_layer)
-        log_probs = _mask_step(log_probs.float(), t, b.sent_max.repeat_interleave(k), cfg, b.history)
+            logits, attn = _next_step(model, b, need_attention, attn_layer)
+            row_max, row_history = b.sent_max.repeat_interleave(k), b.history
+        log_norm = log_normalizer(logits)
+        logits = _mask_step(logits, t, row_max, cfg, row_history, log_norm)
         if need_attention:
             b.attn_hist = _append_attention(b.attn_hist, attn)
-        ext = _best_extensions(b.scores, log_probs, k)
+        ext = _best_extensions(b.scores, logits, k, log_norm)
         _finish_eos(b, ext, k, cfg, src_mask, finished)
         cont = _continuations(ext, k)
         live = ~_sentences_done(b, cont, t, cfg)
@@ -283,30 +309,42 @@ def _start_beams(model: Seq2Seq, src: Tensor, cfg: DecodingConfig, k: int, start
 
 def _first_step(model: Seq2Seq, b: _Beams, k: int, need_attention: bool, attn_layer: int
                 ) -> tuple[Tensor, Tensor | None]:
-    """The K beams are identical at the start: step once per sentence, then expand each to K rows."""
+    """The K beams are identical at the start: step once per sentence (its logits [n, V] stay one row
+    per sentence: ``_best_extensions`` expands only the best of them), then expand the state (and the
+    attention) to K rows each."""
     expand = torch.arange(b.sentences.numel(), device=b.prev.device).repeat_interleave(k)
-    log_probs, state, attn = model.step(b.prev[::k], b.state, b.enc, need_attention, attn_layer)
+    logits, state, attn = model.step(b.prev[::k], b.state, b.enc, need_attention, attn_layer, normalize=False)
     if not model.beams_share_encoder:
         b.enc = model.reorder_encoder(b.enc, expand)
     b.state = model.reorder_state(state, expand)
-    return log_probs.index_select(0, expand), attn.index_select(0, expand) if attn is not None else None
+    return logits.float(), attn.index_select(0, expand) if attn is not None else None
 
 
 def _next_step(model: Seq2Seq, b: _Beams, need_attention: bool, attn_layer: int
                ) -> tuple[Tensor, Tensor | None]:
-    """One decoder step for every row."""
-    log_probs, b.state, attn = model.step(b.prev, b.state, b.enc, need_attention, attn_layer)
-    return log_probs, attn
+    """One decoder step for every row: logits [n·K, V]."""
+    logits, b.state, attn = model.step(b.prev, b.state, b.enc, need_attention, attn_layer, normalize=False)
+    return logits.float(), attn
 
 
-def _best_extensions(scores: Tensor, log_probs: Tensor, k: int) -> _Extensions:
+def _best_extensions(scores: Tensor, logits: Tensor, k: int, log_norm: Tensor) -> _Extensions:
     """Of the K·V (beam, token) extensions of each sentence, the 2K best by cumulative log-prob:
-    enough that K non-EOS ones remain however many of them end in EOS."""
-    n_sent, vocab = scores.size(0), log_probs.size(-1)
-    cand = (scores.unsqueeze(2) + log_probs.view(n_sent, k, vocab)).view(n_sent, k * vocab)
-    top_scores, top_idx = cand.topk(2 * k, dim=1)  # sorted best first
-    top_tok = top_idx % vocab
-    return _Extensions(top_scores, top_idx // vocab, top_tok, top_tok == EOS_ID)
+    enough that K non-EOS ones remain however many of them end in EOS.
+
+    ``logits`` [n·R, V] (R = K, or 1 at the first step, where all beams are one) with each row's
+    log-normaliser ``log_norm``. Each of the 2K best extensions of a sentence is among the 2K best
+    tokens of its own row, so those alone are normalised and ranked: no [n, K·V] sum is written."""
+    n_sent, vocab = scores.size(0), logits.size(-1)
+    beams, width = logits.size(0) // n_sent, min(2 * k, vocab)
+    row_best, row_tok = logits.topk(width, dim=1)
+    cand = scores[:, :beams].unsqueeze(2) + (row_best - log_norm.unsqueeze(1)).view(n_sent, beams, width)
+    cand, row_tok = cand.view(n_sent, beams * width), row_tok.view(n_sent, beams * width)
+    if cand.size(1) < 2 * k:  # a vocabulary smaller than 2K at the first step: the rest is -inf
+        cand = F.pad(cand, (0, 2 * k - cand.size(1)), value=NEG_INF)
+        row_tok = F.pad(row_tok, (0, 2 * k - row_tok.size(1)), value=PAD_ID)
+    top_scores, pos = cand.topk(2 * k, dim=1)  # sorted best first
+    top_tok = row_tok.gather(1, pos)
+    return _Extensions(top_scores, pos // width, top_tok, top_tok == EOS_ID)
 
 
 def _finish_eos(b: _Beams, ext: _Extensions, k: int, cfg: DecodingConfig, src_mask: Tensor,

@@ -17,10 +17,10 @@ import torch
 
 from mtkit.config.experiment import DecodingConfig
 from mtkit.decode.constrained import constrained_search
-from mtkit.decode.loader import load_for_decoding
+from mtkit.decode.loader import is_int8, load_for_decoding
 from mtkit.decode.search import search
 from mtkit.decode.translation import Hypothesis
-from mtkit.device import decode_dtype, decode_int8, resolve_device, threads
+from mtkit.device import auto_int8, decode_dtype, decode_int8, resolve_device, threads
 from mtkit.vocab import PAD_ID
 
 if TYPE_CHECKING:
@@ -35,12 +35,14 @@ class TorchEngine:
         self.device = resolve_device(load.device)
         self.auto_max_tokens = 0  # the Translator's CPU and GPU budgets
         self.dtype = decode_dtype(load.precision, self.device, load.int8)
-        self.int8 = decode_int8(load.precision, load.int8)
         self.threads = threads_
         self.attention_layer = attention_layer
+        chosen_int8 = auto_int8(load.precision, self.device, load.int8)
         with threads(threads_):
             main, self.model = load_for_decoding(model, load.checkpoint, overrides, self.device,
-                                                 self.dtype, self.int8, load.ensemble)
+                                                 self.dtype, decode_int8(load.precision, load.int8),
+                                                 load.ensemble, chosen_int8)
+        self.int8 = is_int8(self.model)  # asked for, or chosen by auto (a Transformer on an AVX2 CPU)
         self.config, self.meta, self.model_dir = main.config, main.meta, main.model_dir
         m = self.config.model
         self.max_positions = m.max_positions if m.arch == "transformer" and m.positions == "learned" else None
@@ -55,15 +57,15 @@ class TorchEngine:
                need_attention: bool = False, sample: bool = False, start: int | None = None,
                scores: bool = True) -> list[list[Hypothesis]]:
         """Hypotheses (best first, at most ``nbest``) for each source in ``batch`` (subword ids);
-        ``start``: the decoder's first input (BOS where None). Scores are exact whatever ``scores``
-        says: the search computes them anyway."""
+        ``start``: the decoder's first input (BOS where None). ``scores=False``: greedy search leaves
+        the scores NaN (it skips each step's log-normaliser); other searches score anyway."""
         if not batch:
             return []
         src = self._padded(batch)
         with threads(self.threads), torch.inference_mode():
             return search(self.model, src.to(self.device), cfg, nbest=nbest, need_attention=need_attention,
                           sample=sample, generator=self.generator, attn_layer=self.attention_layer,
-                          start=self._start(len(batch), start))
+                          start=self._start(len(batch), start), scores=scores)
 
     def search_constrained(self, batch: list[list[int]], cfg: DecodingConfig,
                            constraints: list[list[list[int]]], nbest: int = 1, need_attention: bool = False,

@@ -107,11 +107,15 @@ class Seq2Seq(nn.Module):
         raise NotImplementedError
 
     def step(self, prev_tokens: Tensor, state: Any, enc: EncoderOutput, need_attention: bool = False,
-             attn_layer: int = -1) -> tuple[Tensor, Any, Tensor | None]:
+             attn_layer: int = -1, normalize: bool = True) -> tuple[Tensor, Any, Tensor | None]:
         """One decoder step: previous token [B] → (log-probs [B, V] in float32, new state,
         encoder-decoder attention of layer ``attn_layer`` per head [B, H, S] if ``need_attention``
         else None). Without attention the fast fused path is used. ``enc`` has B rows, or B / K
-        where the model ``beams_share_encoder``."""
+        where the model ``beams_share_encoder``.
+
+        ``normalize=False`` may return the float32 logits instead (a model that cannot, an ensemble,
+        still returns log-probabilities): a greedy step that only takes the argmax, or a search that
+        normalises only the few scores it keeps, skips a log-softmax over the whole vocabulary."""
         raise NotImplementedError
 
     def forward(self, src: Tensor, tgt_in: Tensor, need_attention: bool = False,
@@ -155,6 +159,7 @@ class Seq2Seq(nn.Module):
         return total
 
 
-def log_softmax_float(logits: Tensor) -> Tensor:
-    """Log-probabilities in float32 whatever the autocast dtype (search compares tiny differences)."""
-    return torch.log_softmax(logits.float(), dim=-1)
+def log_softmax_float(logits: Tensor, normalize: bool = True) -> Tensor:
+    """Log-probabilities in float32 whatever the autocast dtype (search compares tiny differences);
+    with ``normalize=False`` the float32 logits themselves (see ``Seq2Seq.step``)."""
+    return torch.log_softmax(logits.float(), dim=-1) if normalize else logits.float()

@@ -41,7 +41,8 @@ class Ensemble(Seq2Seq):
         return [m.init_state(e) for m, e in zip(self.members, enc.members, strict=True)]
 
     def step(self, prev_tokens: Tensor, state: Any, enc: EnsembleEncoderOutput, need_attention: bool = False,
-             attn_layer: int = -1) -> tuple[Tensor, Any, Tensor | None]:
+             attn_layer: int = -1, normalize: bool = True) -> tuple[Tensor, Any, Tensor | None]:
+        """The members' mean probability, as log-probabilities whatever ``normalize`` says."""
         outs = [m.step(prev_tokens, s, e, need_attention, attn_layer)
                 for m, s, e in zip(self.members, state, enc.members, strict=True)]
         log_probs = torch.stack([o[0] for o in outs]).mean(0).log_softmax(-1)

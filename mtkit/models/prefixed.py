@@ -46,11 +46,11 @@ class PrefixedTransformer(Transformer):
         return out[:, 1:], (attention[..., 1:, :] if attention is not None else None)
 
     def step(self, prev_tokens: Tensor, state: TransformerState, enc: TransformerEncoderOutput,
-             need_attention: bool = False, attn_layer: int = -1
+             need_attention: bool = False, attn_layer: int = -1, normalize: bool = True
              ) -> tuple[Tensor, TransformerState, Tensor | None]:
         if self.cfg.decoder_bos and state.length == 0:
             _, state, _ = super().step(torch.full_like(prev_tokens, BOS_ID), state, enc)
-        return super().step(prev_tokens, state, enc, need_attention, attn_layer)
+        return super().step(prev_tokens, state, enc, need_attention, attn_layer, normalize)
 
 
 __all__ = ["PrefixedTransformer"]

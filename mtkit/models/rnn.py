@@ -202,9 +202,9 @@ class RNNSeq2Seq(Seq2Seq):
         return attentional, RNNState(hidden, attentional[:, 0] if self.input_feeding else None), weights
 
     def step(self, prev_tokens: Tensor, state: RNNState, enc: RNNEncoderOutput, need_attention: bool = False,
-             attn_layer: int = -1) -> tuple[Tensor, RNNState, Tensor | None]:
+             attn_layer: int = -1, normalize: bool = True) -> tuple[Tensor, RNNState, Tensor | None]:
         attentional, state, weights = self._decode_one(self._embed_tgt(prev_tokens.unsqueeze(1)), state, enc)
-        log_probs = log_softmax_float(self._logits(attentional[:, 0]))
+        log_probs = log_softmax_float(self._logits(attentional[:, 0]), normalize)
         return log_probs, state, weights if need_attention else None
 
     def forward(self, src: Tensor, tgt_in: Tensor, need_attention: bool = False,

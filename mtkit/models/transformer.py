@@ -311,7 +311,7 @@ class Transformer(Seq2Seq):
         return grown
 
     def step(self, prev_tokens: Tensor, state: TransformerState, enc: TransformerEncoderOutput,
-             need_attention: bool = False, attn_layer: int = -1
+             need_attention: bool = False, attn_layer: int = -1, normalize: bool = True
              ) -> tuple[Tensor, TransformerState, Tensor | None]:
         t = state.length
         x = self._embed(prev_tokens.unsqueeze(1), self.tgt_embed, self.positions, t)
@@ -330,7 +330,7 @@ class Transformer(Seq2Seq):
                 attention = self._source_columns(weights[:, :, 0], src_mask)
         if torch.is_grad_enabled():
             cache = torch.stack(grown)
-        log_probs = log_softmax_float(self._project(x[:, 0]))
+        log_probs = log_softmax_float(self._project(x[:, 0]), normalize)
         spare = state.spare if cache is state.cache else None  # a grown cache outgrew the spare
         return log_probs, TransformerState(cache, t + 1, spare), attention
 

@@ -81,7 +81,8 @@ def evaluate(model: Seq2Seq, dev: DevSet, cfg: Config, device: torch.device,
             batch = collate(dev.data, ids)
             with amp:
                 results = search(model, batch.src.to(device), cfg.decoding, beam_size=1,
-                                 start=batch.tgt_in[:, 0])  # BOS, or the decoder-side language tag
+                                 start=batch.tgt_in[:, 0],  # BOS, or the decoder-side language tag
+                                 scores=False)  # the text alone is scored
             texts = tgt_bpe.decode_ids([r[0].tokens for r in results])
             for i, text in zip(ids.tolist(), texts, strict=True):
                 hyps[i] = text

@@ -233,3 +233,24 @@ def test_the_engine_quantizes_a_transformer_when_auto_chooses_int8(arch, tmp_pat
     assert engine.int8 == (arch == "transformer") == is_int8(engine.model)
     found = engine.search([[5, 6, 7]], DecodingConfig(beam_size=1, max_len_a=0.0, max_len_b=4), scores=False)
     assert len(found) == 1 and len(found[0][0].tokens) <= 4
+
+
+def test_decoding_copy_is_what_auto_decodes_and_leaves_the_trained_model_alone(monkeypatch) -> None:
+    import mtkit.device as device
+    from mtkit.decode.loader import decoding_copy, is_int8
+
+    cpu = torch.device("cpu")
+    model = build_model(ModelConfig(arch="transformer", d_model=256, heads=4, d_ff=64, encoder_layers=1,
+                                    decoder_layers=1, dropout=0.0), V, V, joint_vocab=True).eval()
+    for name in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(device, "cpu_flags", lambda: frozenset({"avx2", "amx_bf16"}))
+    copy = decoding_copy(model, cpu)
+    assert copy is not model and copy.output_proj.weight.dtype is torch.bfloat16
+    assert model.output_proj.weight.dtype is torch.float32
+    monkeypatch.setattr(device, "cpu_flags", lambda: frozenset({"avx2", "fma"}))
+    if "x86" in torch.backends.quantized.supported_engines:
+        copy = decoding_copy(model, cpu)
+        assert is_int8(copy) and not is_int8(model)
+    monkeypatch.setattr(device, "cpu_flags", lambda: frozenset({"sse4_2"}))
+    assert decoding_copy(model, cpu) is model

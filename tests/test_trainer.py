@@ -180,6 +180,34 @@ def test_validation_runs_between_two_hand_backs_of_free_memory(copy_data, tmp_pa
     assert calls == ["release", "validate", "release"] * 2
 
 
+@pytest.mark.parametrize("precision", ["auto", "fp32"])
+def test_validation_searches_the_model_as_translate_decodes_it_under_auto(precision, copy_data, tmp_path,
+                                                                         monkeypatch):
+    """Under training.precision auto, validation's greedy search runs on `decoding_copy` of the model
+    (what `mtkit translate --precision auto` decodes: bf16 or int8 where auto picks them), not on the
+    fp32 training weights under autocast; an explicit precision searches the training weights."""
+    import mtkit.train.trainer as trainer_module
+    import mtkit.train.validation as validation
+
+    made: list[torch.nn.Module] = []
+    searched: list[torch.nn.Module] = []
+    real_search = validation.search
+
+    def decoding_copy(model, device):
+        made.append(model)
+        return model
+
+    def search(model, *args, **kwargs):
+        searched.append(model)
+        return real_search(model, *args, **kwargs)
+
+    monkeypatch.setattr(trainer_module, "decoding_copy", decoding_copy)
+    monkeypatch.setattr(validation, "search", search)
+    train(_config(copy_data, tmp_path / "m", max_steps=10, validate_every=10, log_every=5,
+                  precision=precision))
+    assert searched and (len(made) == 1 if precision == "auto" else not made)
+
+
 def test_learning_curves_png(copy_data, tmp_path):
     cfg = _config(copy_data, tmp_path / "m", max_steps=20, validate_every=10, log_every=5)
     train(cfg)

@@ -88,8 +88,7 @@ def load_for_decoding(model: str | Path, checkpoint: str, overrides: Sequence[st
                               f"({main.meta.src_vocab_size}/{main.meta.tgt_vocab_size}); ensembled models "
                               "must share vocabularies")
         models.append(extra.model)
-    if int8 or (auto_int8 and all(isinstance(m, Transformer) and m.d_model >= AUTO_INT8_MIN_D_MODEL
-                                  for m in models)):
+    if int8 or (auto_int8 and all(int8_measured_on(m) for m in models)):
         models = [quantize_int8(m) for m in models]
     elif dtype != torch.float32:
         models = [m.to(dtype) for m in models]
@@ -104,6 +103,25 @@ def quantize_int8(model: Seq2Seq) -> Seq2Seq:
     return quantize(model)  # type: ignore[return-value]
 
 
+def int8_measured_on(model: Seq2Seq) -> bool:
+    """Whether ``--precision auto`` may quantize ``model`` where it picks int8: a Transformer at least
+    ``AUTO_INT8_MIN_D_MODEL`` wide."""
+    return isinstance(model, Transformer) and model.d_model >= AUTO_INT8_MIN_D_MODEL
+
+
+def decoding_copy(model: Seq2Seq, device: torch.device) -> Seq2Seq:
+    """``model`` as the torch engine decodes it with ``--precision auto`` on ``device``: a copy with int8
+    linear layers where auto picks int8 for it, a copy in bf16 (fp16) where auto picks that, else the
+    model itself (fp32). Validation during training searches this, so that it costs per sentence
+    what `mtkit translate` does and scores what it would translate."""
+    from mtkit.device import auto_int8, decode_dtype
+
+    if auto_int8("auto", device) and int8_measured_on(model):
+        return quantize_int8(model)  # PyTorch's quantize_dynamic copies the model
+    dtype = decode_dtype("auto", device)
+    return model if dtype == torch.float32 else copy.deepcopy(model).to(dtype)
+
+
 def is_int8(net: torch.nn.Module) -> bool:
     """Whether ``net`` (a model or an ensemble) computes its linear layers in int8."""
     from torch.ao.nn.quantized.dynamic import Linear as Int8Linear
@@ -111,5 +129,5 @@ def is_int8(net: torch.nn.Module) -> bool:
     return any(isinstance(module, Int8Linear) for module in net.modules())
 
 
-__all__ = ["AUTO_INT8_MIN_D_MODEL", "LoadedModel", "is_int8", "load_for_decoding", "load_model",
-           "quantize_int8"]
+__all__ = ["AUTO_INT8_MIN_D_MODEL", "LoadedModel", "decoding_copy", "int8_measured_on", "is_int8",
+           "load_for_decoding", "load_model", "quantize_int8"]

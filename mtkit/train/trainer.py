@@ -18,9 +18,10 @@ weights: its checkpoint_last.pt is written at once, so from there on it resumes 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,11 +36,13 @@ from mtkit.data.batching import Batch, TokenBatchSampler, collate, sampler_for
 from mtkit.data.bpe import Bpe
 from mtkit.data.prefetch import Prefetcher
 from mtkit.data.shards import ParallelData
+from mtkit.decode.loader import decoding_copy
 from mtkit.device import autocast, autocast_dtype, resolve_device, thread_count, threads
 from mtkit.errors import ConfigError, DataError, MtkitError
 from mtkit.metric import is_better
 from mtkit.metrics_log import MetricsLog
 from mtkit.models import build_model
+from mtkit.models.base import Seq2Seq
 from mtkit.textio import warn
 from mtkit.train import init_from
 from mtkit.train.budget import BudgetEstimate, BudgetPlanner
@@ -241,6 +244,15 @@ class Trainer(Checkpointing):
     def _autocast(self) -> contextlib.AbstractContextManager:
         return autocast(self.device, self.autocast_dtype)
 
+    def _decoding(self) -> Callable[[Seq2Seq], Seq2Seq] | None:
+        """What validation searches with: under ``training.precision: auto``, the model as `mtkit translate`
+        decodes it with ``--precision auto`` (bf16 weights on a bf16 CPU or GPU, int8 linear layers on an
+        AVX2 CPU: `decoding_copy`), which measured up to 1.5x faster per sentence than searching the
+        fp32 training weights under autocast; with an explicit precision, the training weights."""
+        if self.tc.precision != "auto":
+            return None
+        return functools.partial(decoding_copy, device=self.device)
+
     def _validate(self) -> bool:
         """Evaluate on dev (rank 0), keep checkpoints, update plateau/early stopping; True = stop."""
         start = time.monotonic()
@@ -250,7 +262,8 @@ class Trainer(Checkpointing):
             release_freed_memory()
         if self.info.is_main and self.dev is not None:
             assert self.tgt_bpe is not None
-            result = evaluate(self.model, self.dev, self.cfg, self.device, self._autocast(), self.tgt_bpe)
+            result = evaluate(self.model, self.dev, self.cfg, self.device, self._autocast(), self.tgt_bpe,
+                              self._decoding())
             if self.ema is not None:
                 result = self._score_average(result)
         if self.device.type == "cpu":
@@ -286,7 +299,8 @@ class Trainer(Checkpointing):
         ``weights`` naming which one the step's checkpoint holds."""
         assert self.ema is not None and self.dev is not None and self.tgt_bpe is not None
         with self.ema.swapped_in(self.model):
-            averaged = evaluate(self.model, self.dev, self.cfg, self.device, self._autocast(), self.tgt_bpe)
+            averaged = evaluate(self.model, self.dev, self.cfg, self.device, self._autocast(), self.tgt_bpe,
+                                self._decoding())
         key = f"dev_{self.tc.valid_metric}"
         ema_wins = is_better(self.tc.valid_metric, averaged.get(key), trained.get(key))
         return {**(averaged if ema_wins else trained), "weights": "ema" if ema_wins else "trained",

@@ -11,6 +11,7 @@ dev_chrf are their mean: the best checkpoint is the best on average, not on the 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
@@ -56,8 +57,12 @@ def build_dev_set(data: ParallelData, cfg: Config, tgt_bpe: Bpe) -> DevSet:
 
 @torch.no_grad()
 def evaluate(model: Seq2Seq, dev: DevSet, cfg: Config, device: torch.device,
-             autocast: AbstractContextManager | None, tgt_bpe: Bpe) -> dict[str, float]:
-    """dev_loss, dev_ppl, dev_bleu, dev_chrf of `model` (switched to eval mode and back)."""
+             autocast: AbstractContextManager | None, tgt_bpe: Bpe,
+             decoding: Callable[[Seq2Seq], Seq2Seq] | None = None) -> dict[str, float]:
+    """dev_loss, dev_ppl, dev_bleu, dev_chrf of `model` (switched to eval mode and back). The dev loss
+    is computed as training computes it (``autocast``); the translations scored by BLEU and chrF are
+    searched by ``decoding(model)`` where given (`mtkit.decode.loader.decoding_copy`: the model as
+    `mtkit translate` decodes it, without autocast), else by the model under ``autocast``."""
     import contextlib
 
     import sacrebleu
@@ -77,10 +82,12 @@ def evaluate(model: Seq2Seq, dev: DevSet, cfg: Config, device: torch.device,
             nll_total += nll.double()
             tokens += batch.num_tgt_tokens
         hyps: list[str] = [""] * len(dev.references)
+        searcher = decoding(model) if decoding is not None else model
+        search_amp = amp if searcher is model else contextlib.nullcontext()
         for ids in dev.search_batches:
             batch = collate(dev.data, ids)
-            with amp:
-                results = search(model, batch.src.to(device), cfg.decoding, beam_size=1,
+            with search_amp:
+                results = search(searcher, batch.src.to(device), cfg.decoding, beam_size=1,
                                  start=batch.tgt_in[:, 0],  # BOS, or the decoder-side language tag
                                  scores=False)  # the text alone is scored
             texts = tgt_bpe.decode_ids([r[0].tokens for r in results])

@@ -203,8 +203,7 @@ def test_validation_searches_the_model_as_translate_decodes_it_under_auto(precis
 
     monkeypatch.setattr(trainer_module, "decoding_copy", decoding_copy)
     monkeypatch.setattr(validation, "search", search)
-    train(_config(copy_data, tmp_path / "m", max_steps=10, validate_every=10, log_every=5,
-                  precision=precision))
+    train(_config(copy_data, tmp_path / "m", max_steps=2, validate_every=2, log_every=1, precision=precision))
     assert searched and (len(made) == 1 if precision == "auto" else not made)
 
 

@@ -205,13 +205,13 @@ def onednn_below_avx512() -> bool:
     return _onednn_isa_cap() in _ONEDNN_CAPS_BELOW_AVX512
 
 
-def auto_int8(precision: str, device: torch.device, int8: bool = False) -> bool:
+def auto_int8(precision: str, device: torch.device) -> bool:
     """Whether ``--precision auto`` decodes a Transformer with int8 linear layers on this device: on an
     x86 CPU with AVX2 (fbgemm's int8 kernels) that computes bf16 only in emulation, where that measured
     faster than fp32 at the same BLEU (docs/notebook/engines.md). Elsewhere auto is bf16 (native bf16
     CPUs, GPUs) or fp32 (CPUs without AVX2, other architectures); ``--precision fp32`` stays exact."""
     import torch
-    if precision != "auto" or int8 or device.type != "cpu" or cpu_has_native_bf16():
+    if precision != "auto" or device.type != "cpu" or cpu_has_native_bf16():
         return False
     return "avx2" in cpu_flags() and "x86" in torch.backends.quantized.supported_engines
 

@@ -37,11 +37,10 @@ class TorchEngine:
         self.dtype = decode_dtype(load.precision, self.device, load.int8)
         self.threads = threads_
         self.attention_layer = attention_layer
-        chosen_int8 = auto_int8(load.precision, self.device, load.int8)
         with threads(threads_):
             main, self.model = load_for_decoding(model, load.checkpoint, overrides, self.device,
                                                  self.dtype, decode_int8(load.precision, load.int8),
-                                                 load.ensemble, chosen_int8)
+                                                 load.ensemble, auto_int8(load.precision, self.device))
         self.int8 = is_int8(self.model)  # asked for, or chosen by auto (a Transformer on an AVX2 CPU)
         self.config, self.meta, self.model_dir = main.config, main.meta, main.model_dir
         m = self.config.model

@@ -209,6 +209,9 @@ CASES: dict[str, list[Case]] = {
     "model.decoder_layers": both(2),
     "model.tie_embeddings": both(False),  # share_all_embeddings stays true: the combination of issue #15
     "model.share_all_embeddings": both(False),
+    # a two-update run whose width auto chooses: RUN_BASE gives the width, so auto times that width
+    # alone and records its choice (tests/test_sizing.py walks the ladder)
+    "model.size": [Case("run", "auto", {"training.max_time": 60})],
     "model.d_model": tr(24),
     "model.heads": tr(8),
     "model.d_ff": tr(48),

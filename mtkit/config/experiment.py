@@ -51,6 +51,11 @@ class ModelConfig:
         "vocabularies each side keeps its own). Independent of tie_embeddings."
     )
     # transformer
+    size: Literal["fixed", "auto"] = _f(
+        "fixed", "fixed: the width keys as given. auto: `mtkit train` chooses d_model, d_ff, heads and "
+        "dropout for the time budget (training.max_time) from a few timed updates of each width on this "
+        "machine, and prints what it chose and why; keys given in the config or with --set stay as given "
+        "(docs/training.md#the-width-for-the-budget-modelsize-auto).", when=TRANSFORMER)
     d_model: int = _f(256, "Model width.", 8, when=TRANSFORMER)
     heads: int = _f(4, "Attention heads (d_model must be divisible by heads).", 1, when=TRANSFORMER)
     d_ff: int = _f(1024, "Inner width of the feed-forward sublayer.", 1, when=TRANSFORMER)
@@ -313,7 +318,15 @@ def _build_section(cls: type, values: dict[str, Any], section: str, stored: bool
             if "max" in meta and value > meta["max"]:
                 raise ConfigError(f"{name}: {value} is above the maximum {meta['max']}")
         kwargs[key] = value
-    return cls(**kwargs)
+    built = cls(**kwargs)
+    built._given = frozenset(kwargs)  # not a field: equality, asdict and the saved config ignore it
+    return built
+
+
+def given_keys(section: Any) -> frozenset[str]:
+    """The keys of a section that its config file or --set gave (recorded by `from_dict`; none for a
+    section built in code or copied with dataclasses.replace): what ``model.size: auto`` keeps as given."""
+    return getattr(section, "_given", frozenset())
 
 
 def _check_consistency(cfg: Config) -> None:

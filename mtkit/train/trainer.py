@@ -18,8 +18,10 @@ weights: its checkpoint_last.pt is written at once, so from there on it resumes 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import math
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -31,7 +33,7 @@ import torch
 from torch import nn
 
 from mtkit import checkpoint as files
-from mtkit.config.experiment import BUDGET_SCHEDULES, Config
+from mtkit.config.experiment import BUDGET_SCHEDULES, CONFIG_FILE, Config, from_dict, given_keys
 from mtkit.data.batching import Batch, TokenBatchSampler, collate, sampler_for
 from mtkit.data.bpe import Bpe
 from mtkit.data.prefetch import Prefetcher
@@ -62,6 +64,15 @@ from mtkit.train.mrt import updater_for
 from mtkit.train.progress import TrainingDisplay, train_line, valid_line
 from mtkit.train.runtime import learning_rate_on_device, make_optimizer, release_freed_memory, resident_fields
 from mtkit.train.schedules import LRSchedule
+from mtkit.train.sizing import (
+    AUTO_KEYS,
+    PROBE_UPDATES,
+    PROBE_WARMUP,
+    SizeChoice,
+    apply_choice,
+    check_auto,
+    probe_and_choose,
+)
 from mtkit.train.state import TrainState
 from mtkit.train.validation import DevSet, build_dev_set, evaluate
 
@@ -121,13 +132,20 @@ class Trainer(Checkpointing):
                 self.dev = build_dev_set(dev_data, cfg, self.tgt_bpe)
         if self.dev is None and info.is_main:
             warn("no dev split (or target BPE model): validation only writes checkpoints")
-        torch.manual_seed(tc.seed)
-        self.model = build_model(cfg.model, self.meta.src_vocab_size, self.meta.tgt_vocab_size,
-                                 self.meta.one_vocabulary()).to(device)
-        self.start_lines = [init_from.freeze(self.model, tc.freeze, cfg.model.arch)]  # before the optimizer
         self.autocast_dtype = autocast_dtype(tc.precision, device, "training.precision=",
                                             lstm=cfg.model.arch == "rnn" and cfg.model.rnn_type == "lstm")
         self.buckets = use_shape_buckets(tc.shape_buckets, device)
+        self.sampler: TokenBatchSampler = sampler_for(self.train_data, tc.max_tokens, tc.seed, True,
+                                                      info.rank, info.world_size, self.buckets)
+        self.size_choice: SizeChoice | None = None
+        size_line = ""
+        if cfg.model.size == "auto" and not tc.init_from:  # a fine-tune has its parent's shape
+            cfg, size_line = self._choose_size(cfg, resume)
+            self.cfg = cfg
+        torch.manual_seed(tc.seed)
+        self.model = build_model(cfg.model, self.meta.src_vocab_size, self.meta.tgt_vocab_size,
+                                 self.meta.one_vocabulary()).to(device)
+        self.start_lines = [init_from.freeze(self.model, tc.freeze, cfg.model.arch), size_line]
         self.graphed = use_cuda_graphs(cfg, device, info, self.buckets)
         self.optimizer = make_optimizer(self.model, tc, device, capturable=self.graphed)
         self.scaler = torch.amp.GradScaler(device.type) if self.autocast_dtype == torch.float16 else None
@@ -135,8 +153,6 @@ class Trainer(Checkpointing):
         self.schedule = LRSchedule(tc, model_dim)
         # the weight average lives where validation runs (rank 0); made before a resume, which loads it
         self.ema = WeightAverage(self.model, tc.ema_decay) if tc.ema_decay > 0 and info.is_main else None
-        self.sampler: TokenBatchSampler = sampler_for(self.train_data, tc.max_tokens, tc.seed, True,
-                                                      info.rank, info.world_size, self.buckets)
         self.state = TrainState(world_size=info.world_size, max_tokens=tc.max_tokens, seed=tc.seed)
         self.elapsed_before = 0.0  # training seconds of earlier processes (resumed runs)
         resume_step = self._maybe_resume(resume)
@@ -165,6 +181,8 @@ class Trainer(Checkpointing):
         if info.is_main:
             write_model_files(cfg, self.meta, self.model_dir)
         self.metrics = MetricsLog(self.model_dir / files.METRICS_FILE, resume_step) if info.is_main else None
+        if self.metrics is not None and self.size_choice is not None:
+            self.metrics.write(self.size_choice.record())
         self.started = time.monotonic()
         self.display = TrainingDisplay(info.is_main)
         self._reset_log_counters()
@@ -176,6 +194,38 @@ class Trainer(Checkpointing):
     def _load_tgt_bpe(self) -> Bpe | None:
         path = Path(self.cfg.data.dir) / self.meta.tgt_bpe
         return Bpe(path) if path.is_file() else None
+
+    # ------------------------------------------------------------------------------ model.size
+    def _choose_size(self, cfg: Config, resume: bool | None) -> tuple[Config, str]:
+        """``model.size: auto``: the shape this model directory records (a resumed run), else the one
+        `mtkit.train.sizing` measures and chooses for the budget (rank 0 probes; every rank follows)."""
+        check_auto(cfg)
+        given = given_keys(cfg.model)
+        recorded = self.model_dir / CONFIG_FILE
+        if resume is not False and (self.model_dir / files.LAST).is_file() and recorded.is_file():
+            import yaml
+
+            stored = from_dict(yaml.safe_load(recorded.read_text(encoding="utf-8")), stored=True).model
+            keys = {key: getattr(stored, key) for key in AUTO_KEYS if key not in given}
+            model = dataclasses.replace(cfg.model, **keys)
+            line = (f"model.size auto: {recorded}'s shape, as chosen when the run started (d_model "
+                    f"{model.d_model}, d_ff {model.d_ff}, dropout {model.dropout:g})")
+            return dataclasses.replace(cfg, model=model), line
+        choice: SizeChoice | None = None
+        if self.info.is_main:
+            print("model.size auto: timing a few training updates of each width ...", file=sys.stderr,
+                  flush=True)
+            uf = self.tc.update_freq
+            epoch = self.sampler.epoch_batches(1)
+            updates = [[self._collate(ids) for ids in epoch[i:i + uf]]
+                       for i in range(0, min(len(epoch), uf * (PROBE_WARMUP + PROBE_UPDATES)), uf)]
+            choice = probe_and_choose(cfg, self.meta, updates, math.ceil(len(self.sampler) / uf), self.device,
+                                      self.autocast_dtype)
+        choice = broadcast_object(choice, self.info)  # type: ignore[assignment]
+        assert choice is not None
+        model, kept = apply_choice(cfg.model, choice)
+        self.size_choice = choice
+        return dataclasses.replace(cfg, model=model), choice.describe(kept)
 
     # ----------------------------------------------------------------------------------- budget
     def _budget_planner(self) -> BudgetPlanner:
@@ -419,7 +469,8 @@ class Trainer(Checkpointing):
 
     def run(self) -> None:
         tc = self.tc
-        self.started = time.monotonic()
+        # the budget counts the seconds model.size auto spent timing widths
+        self.started = time.monotonic() - (self.size_choice.probe_seconds if self.size_choice else 0.0)
         st = self.state
         self.display.start(self._total_updates(), st.step, tc.max_time * 60, self.elapsed_before)
         self._announce()

@@ -52,10 +52,10 @@ class ModelConfig:
     )
     # transformer
     size: Literal["fixed", "auto"] = _f(
-        "fixed", "fixed: the width keys as given. auto: `mtkit train` chooses d_model, d_ff, heads and "
-        "dropout for the time budget (training.max_time) from a few timed updates of each width on this "
-        "machine, and prints what it chose and why; keys given in the config or with --set stay as given "
-        "(docs/training.md#the-width-for-the-budget-modelsize-auto).", when=TRANSFORMER)
+        "fixed", "fixed: the width keys as given. auto: `mtkit train` chooses d_model, d_ff, heads, "
+        "dropout and training.lr for the time budget (training.max_time) from a few timed updates of each "
+        "width on this machine, and prints what it chose and why; keys given in the config or with --set "
+        "stay as given (docs/training.md#the-width-for-the-budget-modelsize-auto).", when=TRANSFORMER)
     d_model: int = _f(256, "Model width.", 8, when=TRANSFORMER)
     heads: int = _f(4, "Attention heads (d_model must be divisible by heads).", 1, when=TRANSFORMER)
     d_ff: int = _f(1024, "Inner width of the feed-forward sublayer.", 1, when=TRANSFORMER)

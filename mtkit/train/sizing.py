@@ -17,7 +17,8 @@ two with what was measured of each (docs/notebook/budget.md, "The width chosen f
    shape): the width whose curve is lowest at its predicted updates. A longer budget or a faster
    machine moves the choice to a wider model, never to a narrower one.
 4. **Dropout** 0 where the run is predicted to see fewer than ``DROPOUT_EPOCHS`` epochs (a run of about
-   two epochs scored 2.2 BLEU more without it), else ``DEFAULT_DROPOUT``.
+   two epochs scored 2.2 BLEU more without it), else ``DEFAULT_DROPOUT``; and the **peak LR** the
+   width's curve was measured at (``training.lr``: 4e-3 for 128, 2e-3 for the wider ones).
 
 Keys given in the config file or with ``--set`` stay as given (`given_keys`); auto fills only the others
 (a given d_model is the only candidate: auto then chooses the dropout). A resumed run keeps the shape its
@@ -56,6 +57,7 @@ class Shape:
     heads: int
     floor: float | None = None
     scale: float | None = None
+    lr: float | None = None  # the peak LR its curve was measured at (None: the config's)
 
     @property
     def name(self) -> str:
@@ -68,13 +70,14 @@ class Shape:
         return self.floor + self.scale * (max(updates, 1) / 1000) ** -DECAY
 
 
-#: the widths measured under the demo's budget, narrowest first, with their fitted curves; wider ones
-#: (384, 512: what a long run or a GPU may want) are not here because no run has measured their curves
-DECAY = 0.3298
-LADDER = (Shape(128, 512, 4, 0.9358, 2.8764), Shape(192, 768, 4, 0.3612, 3.1393),
-          Shape(256, 1024, 4, 0.0, 3.3349))
-#: the keys auto chooses (those given in the config or with --set are kept)
-AUTO_KEYS = ("d_model", "d_ff", "heads", "dropout")
+#: the widths measured under the demo's budget, narrowest first, with their fitted curves and the peak LR
+#: those were measured at (128 learned far more per update at 4e-3 than at 2e-3; 192 learned the same at
+#: both); wider ones (384, 512: what a long run or a GPU may want) are not here: no run measured them
+DECAY = 0.3299
+LADDER = (Shape(128, 512, 4, 0.3912, 3.1283, lr=0.004), Shape(192, 768, 4, 0.3536, 3.1466, lr=0.002),
+          Shape(256, 1024, 4, 0.0, 3.3347, lr=0.002))
+#: the keys auto chooses, by section (those given in the config or with --set are kept)
+AUTO_KEYS = {"model": ("d_model", "d_ff", "heads", "dropout"), "training": ("lr",)}
 #: a second of the budget per probe-second of update: the loop's own seconds per update measured 0.85-1.15
 #: of the probe's (bf16 and AVX2, 128 and 256 wide), and the demo's validations take ~5% of its budget
 LOOP_OVERHEAD = 1.05
@@ -110,14 +113,15 @@ class SizeChoice:
                              + (f" → dev loss ~{loss:.2f}" if loss is not None else "")
                              for shape, seconds, n, loss in self._predictions())
         kept_note = f"; kept as given: {', '.join(kept)}" if kept else ""
-        return (f"model.size auto: {self.shape.name}, dropout {self.dropout:g} ({measured} in "
+        lr = "" if self.shape.lr is None else f", lr {self.shape.lr:g}"
+        return (f"model.size auto: {self.shape.name}, dropout {self.dropout:g}{lr} ({measured} in "
                 f"{self.budget_seconds / 60:g} min on the demo's curves; ~{self.epochs:.1f} epochs; "
                 f"probe {self.probe_seconds:.1f} s){kept_note}")
 
     def record(self) -> dict:
         predictions = self._predictions()
         return {"event": "size", "d_model": self.shape.d_model, "d_ff": self.shape.d_ff,
-                "heads": self.shape.heads, "dropout": self.dropout,
+                "heads": self.shape.heads, "dropout": self.dropout, "lr": self.shape.lr,
                 "seconds_per_update": {str(s.d_model): round(t, 4) for s, t, _, _ in predictions},
                 "predicted_updates": {str(s.d_model): n for s, _, n, _ in predictions},
                 "predicted_dev_loss": {str(s.d_model): None if loss is None else round(loss, 3)
@@ -144,17 +148,34 @@ def choose(measured: Sequence[tuple[Shape, float]], budget_seconds: float, epoch
     return SizeChoice(chosen, dropout, widest_first, budget_seconds, epochs)
 
 
-def apply_choice(model: ModelConfig, choice: SizeChoice) -> tuple[ModelConfig, list[str]]:
-    """The model section with the chosen keys, except those the user gave; and the names of those kept."""
-    given = given_keys(model)
-    chosen = {"d_model": choice.shape.d_model, "d_ff": choice.shape.d_ff, "heads": choice.shape.heads,
-              "dropout": choice.dropout}
-    kept = [key for key in AUTO_KEYS if key in given]
-    resolved = dataclasses.replace(model, **{k: v for k, v in chosen.items() if k not in given})
-    if resolved.d_model % resolved.heads:
-        raise ConfigError(f"model.size auto chose d_model {resolved.d_model}, which model.heads "
-                          f"({resolved.heads}, as given) does not divide: give model.d_model too")
+def apply_choice(cfg: Config, choice: SizeChoice) -> tuple[Config, list[str]]:
+    """The config with the chosen keys, except those the user gave; and the names of those kept."""
+    chosen = {"model": {"d_model": choice.shape.d_model, "d_ff": choice.shape.d_ff,
+                        "heads": choice.shape.heads, "dropout": choice.dropout},
+              "training": {} if choice.shape.lr is None else {"lr": choice.shape.lr}}
+    sections, kept = {}, []
+    for section, keys in chosen.items():
+        current = getattr(cfg, section)
+        given = given_keys(current)
+        kept += [f"{section}.{key}" for key in AUTO_KEYS[section] if key in given]
+        sections[section] = dataclasses.replace(current, **{k: v for k, v in keys.items() if k not in given})
+    resolved = dataclasses.replace(cfg, **sections)
+    if resolved.model.d_model % resolved.model.heads:
+        raise ConfigError(f"model.size auto chose d_model {resolved.model.d_model}, which model.heads "
+                          f"({resolved.model.heads}, as given) does not divide: give model.d_model too")
     return resolved, kept
+
+
+def recorded_choice(cfg: Config, recorded: Config) -> Config:
+    """The config with the keys auto chose when the run started (``recorded``: its config.yaml), except
+    those given now (a resumed run must train the shape its checkpoint holds)."""
+    sections = {}
+    for section, keys in AUTO_KEYS.items():
+        current, stored = getattr(cfg, section), getattr(recorded, section)
+        given = given_keys(current)
+        sections[section] = dataclasses.replace(
+            current, **{key: getattr(stored, key) for key in keys if key not in given})
+    return dataclasses.replace(cfg, **sections)
 
 
 def check_auto(cfg: Config) -> None:

@@ -18,7 +18,6 @@ weights: its checkpoint_last.pt is written at once, so from there on it resumes 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import math
 import sys
@@ -33,7 +32,7 @@ import torch
 from torch import nn
 
 from mtkit import checkpoint as files
-from mtkit.config.experiment import BUDGET_SCHEDULES, CONFIG_FILE, Config, from_dict, given_keys
+from mtkit.config.experiment import BUDGET_SCHEDULES, CONFIG_FILE, Config, from_dict
 from mtkit.data.batching import Batch, TokenBatchSampler, collate, sampler_for
 from mtkit.data.bpe import Bpe
 from mtkit.data.prefetch import Prefetcher
@@ -65,13 +64,13 @@ from mtkit.train.progress import TrainingDisplay, train_line, valid_line
 from mtkit.train.runtime import learning_rate_on_device, make_optimizer, release_freed_memory, resident_fields
 from mtkit.train.schedules import LRSchedule
 from mtkit.train.sizing import (
-    AUTO_KEYS,
     PROBE_UPDATES,
     PROBE_WARMUP,
     SizeChoice,
     apply_choice,
     check_auto,
     probe_and_choose,
+    recorded_choice,
 )
 from mtkit.train.state import TrainState
 from mtkit.train.validation import DevSet, build_dev_set, evaluate
@@ -140,8 +139,9 @@ class Trainer(Checkpointing):
         self.size_choice: SizeChoice | None = None
         size_line = ""
         if cfg.model.size == "auto" and not tc.init_from:  # a fine-tune has its parent's shape
-            cfg, size_line = self._choose_size(cfg, resume)
-            self.cfg = cfg
+            cfg, size_line = self._choose_size(cfg, resume)  # may set training.lr too
+            self.cfg, self.tc = cfg, cfg.training
+            tc = self.tc
         torch.manual_seed(tc.seed)
         self.model = build_model(cfg.model, self.meta.src_vocab_size, self.meta.tgt_vocab_size,
                                  self.meta.one_vocabulary()).to(device)
@@ -200,17 +200,16 @@ class Trainer(Checkpointing):
         """``model.size: auto``: the shape this model directory records (a resumed run), else the one
         `mtkit.train.sizing` measures and chooses for the budget (rank 0 probes; every rank follows)."""
         check_auto(cfg)
-        given = given_keys(cfg.model)
         recorded = self.model_dir / CONFIG_FILE
         if resume is not False and (self.model_dir / files.LAST).is_file() and recorded.is_file():
             import yaml
 
-            stored = from_dict(yaml.safe_load(recorded.read_text(encoding="utf-8")), stored=True).model
-            keys = {key: getattr(stored, key) for key in AUTO_KEYS if key not in given}
-            model = dataclasses.replace(cfg.model, **keys)
+            stored = from_dict(yaml.safe_load(recorded.read_text(encoding="utf-8")), stored=True)
+            cfg = recorded_choice(cfg, stored)
+            model = cfg.model
             line = (f"model.size auto: {recorded}'s shape, as chosen when the run started (d_model "
-                    f"{model.d_model}, d_ff {model.d_ff}, dropout {model.dropout:g})")
-            return dataclasses.replace(cfg, model=model), line
+                    f"{model.d_model}, d_ff {model.d_ff}, dropout {model.dropout:g}, lr {cfg.training.lr:g})")
+            return cfg, line
         choice: SizeChoice | None = None
         if self.info.is_main:
             print("model.size auto: timing a few training updates of each width ...", file=sys.stderr,
@@ -223,9 +222,9 @@ class Trainer(Checkpointing):
                                       self.autocast_dtype)
         choice = broadcast_object(choice, self.info)  # type: ignore[assignment]
         assert choice is not None
-        model, kept = apply_choice(cfg.model, choice)
+        resolved, kept = apply_choice(cfg, choice)
         self.size_choice = choice
-        return dataclasses.replace(cfg, model=model), choice.describe(kept)
+        return resolved, choice.describe(kept)
 
     # ----------------------------------------------------------------------------------- budget
     def _budget_planner(self) -> BudgetPlanner:

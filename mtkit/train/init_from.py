@@ -28,14 +28,14 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import yaml
 from torch import nn
 
 from mtkit import checkpoint as files
-from mtkit.config.experiment import CONFIG_FILE, BpeConfig, Config, ModelConfig, TrainingConfig, from_dict
+from mtkit.config.experiment import BpeConfig, Config, ModelConfig, TrainingConfig, from_dict
 from mtkit.data.meta import DataMeta, read_meta
 from mtkit.errors import CheckpointError, ConfigError, DataError
 from mtkit.textio import warn
+from mtkit.train.model_dir import recorded_config
 from mtkit.train.schedules import LRSchedule
 from mtkit.train.state import TrainState
 
@@ -195,7 +195,7 @@ def _finetune_defaults(tc: TrainingConfig, parent: TrainingConfig) -> tuple[Trai
 def _started_run(cfg: Config, model_dir: Path) -> Config:
     """A fine-tune that has begun resumes like any run: the parent's architecture and the defaults it
     started with come from the run's own resolved config, so the parent is not needed any more."""
-    recorded = _recorded_config(model_dir)
+    recorded = recorded_config(model_dir)
     rt = recorded.training
     if not rt.init_from:
         raise ConfigError(f"training.init_from: {model_dir} holds a run that did not start from a parent (it "
@@ -213,15 +213,6 @@ def _started_run(cfg: Config, model_dir: Path) -> Config:
                                    init_from_sha256=rt.init_from_sha256, **kept)
     return dataclasses.replace(cfg, model=merged_model(cfg.model, recorded.model, Path(rt.init_from)),
                                training=training)
-
-
-def _recorded_config(model_dir: Path) -> Config:
-    path = model_dir / CONFIG_FILE
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):  # written at the start; else ask the checkpoint
-        raw = files.load_checkpoint(model_dir / files.LAST)["config"]
-    return from_dict(raw, stored=True)
 
 
 # ------------------------------------------------------------------------------------------ start

@@ -10,8 +10,9 @@ from __future__ import annotations
 import filecmp
 from pathlib import Path
 
+from mtkit import checkpoint as files
 from mtkit.checkpoint import copy_atomically
-from mtkit.config.experiment import CONFIG_FILE, Config, save_config
+from mtkit.config.experiment import CONFIG_FILE, Config, from_dict, save_config
 from mtkit.data.meta import DataMeta, write_meta
 from mtkit.errors import CheckpointError, DataError
 
@@ -36,3 +37,16 @@ def write_model_files(cfg: Config, meta: DataMeta, model_dir: Path) -> None:
                     f"the data directory's BPE model)")
     save_config(cfg, model_dir / CONFIG_FILE)
     write_meta(model_dir, meta)
+
+
+def recorded_config(model_dir: Path) -> Config:
+    """The config a started run recorded: its config.yaml (written when the run starts), else the one in
+    its checkpoint_last.pt."""
+    import yaml
+
+    path = model_dir / CONFIG_FILE
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):  # written at the start; else ask the checkpoint
+        raw = files.load_checkpoint(model_dir / files.LAST)["config"]
+    return from_dict(raw, stored=True)

@@ -83,7 +83,7 @@ AUTO_KEYS = {"model": ("d_model", "d_ff", "heads", "dropout"), "training": ("lr"
 LOOP_OVERHEAD = 1.05
 #: below this many predicted epochs auto sets dropout 0, above it DEFAULT_DROPOUT (ModelConfig's default)
 DROPOUT_EPOCHS = 3.0
-DEFAULT_DROPOUT = 0.1
+DEFAULT_DROPOUT: float = ModelConfig.dropout
 PROBE_WARMUP = 2
 PROBE_UPDATES = 5
 

@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from mtkit import checkpoint as files
-from mtkit.config.experiment import BUDGET_SCHEDULES, CONFIG_FILE, Config, from_dict
+from mtkit.config.experiment import BUDGET_SCHEDULES, Config
 from mtkit.data.batching import Batch, TokenBatchSampler, collate, sampler_for
 from mtkit.data.bpe import Bpe
 from mtkit.data.prefetch import Prefetcher
@@ -58,7 +58,7 @@ from mtkit.train.distributed import (
 from mtkit.train.ema import WeightAverage
 from mtkit.train.flops import peak_flops, update_flops
 from mtkit.train.graphs import use_cuda_graphs, use_shape_buckets
-from mtkit.train.model_dir import write_model_files
+from mtkit.train.model_dir import recorded_config, write_model_files
 from mtkit.train.mrt import updater_for
 from mtkit.train.progress import TrainingDisplay, train_line, valid_line
 from mtkit.train.runtime import learning_rate_on_device, make_optimizer, release_freed_memory, resident_fields
@@ -200,14 +200,10 @@ class Trainer(Checkpointing):
         """``model.size: auto``: the shape this model directory records (a resumed run), else the one
         `mtkit.train.sizing` measures and chooses for the budget (rank 0 probes; every rank follows)."""
         check_auto(cfg)
-        recorded = self.model_dir / CONFIG_FILE
-        if resume is not False and (self.model_dir / files.LAST).is_file() and recorded.is_file():
-            import yaml
-
-            stored = from_dict(yaml.safe_load(recorded.read_text(encoding="utf-8")), stored=True)
-            cfg = recorded_choice(cfg, stored)
+        if resume is not False and (self.model_dir / files.LAST).is_file():
+            cfg = recorded_choice(cfg, recorded_config(self.model_dir))
             model = cfg.model
-            line = (f"model.size auto: {recorded}'s shape, as chosen when the run started (d_model "
+            line = (f"model.size auto: {self.model_dir}'s shape, as chosen when the run started (d_model "
                     f"{model.d_model}, d_ff {model.d_ff}, dropout {model.dropout:g}, lr {cfg.training.lr:g})")
             return cfg, line
         choice: SizeChoice | None = None
@@ -218,7 +214,7 @@ class Trainer(Checkpointing):
             epoch = self.sampler.epoch_batches(1)
             updates = [[self._collate(ids) for ids in epoch[i:i + uf]]
                        for i in range(0, min(len(epoch), uf * (PROBE_WARMUP + PROBE_UPDATES)), uf)]
-            choice = probe_and_choose(cfg, self.meta, updates, math.ceil(len(self.sampler) / uf), self.device,
+            choice = probe_and_choose(cfg, self.meta, updates, self._updates_per_epoch(), self.device,
                                       self.autocast_dtype)
         choice = broadcast_object(choice, self.info)  # type: ignore[assignment]
         assert choice is not None
@@ -248,7 +244,10 @@ class Trainer(Checkpointing):
         """The updates max_epochs allows (None: no epoch bound)."""
         if not self.tc.max_epochs:
             return None
-        return math.ceil(len(self.sampler) / self.tc.update_freq) * self.tc.max_epochs
+        return self._updates_per_epoch() * self.tc.max_epochs
+
+    def _updates_per_epoch(self) -> int:
+        return math.ceil(len(self.sampler) / self.tc.update_freq)
 
     def _replan(self, estimate: BudgetEstimate) -> None:
         """Move the budget schedule's decay to end at the estimated total (recorded in metrics.jsonl)."""

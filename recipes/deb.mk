@@ -9,7 +9,8 @@
 #            (default: shared/data/deb-SRC-TGT three levels above the recipe directory)
 #   MODELS   which systems to build and score: transformer, rnn or both (default both);
 #            MODEL=rnn is a shorthand for MODELS=rnn
-#   TIME     training budget in minutes per model (0 = none); STEPS: budget in updates (0 = none)
+#   TIME     training budget in minutes per model (0 = none); STEPS: budget in updates (0 = none);
+#            the transformer's cooldown decays over the budget, so it needs one of the two
 #   DEVICE   auto, cpu, cuda, cuda:N, mps
 #   BEAM     beam size of the beam-search systems (default 5)
 #   TRAIN_ARGS  more arguments for `mtkit train`, e.g. TRAIN_ARGS="--set training.keep_last=10"

@@ -54,6 +54,15 @@ def test_deb_models_are_the_documented_architectures(recipe: str) -> None:
     assert (r.model.attention, r.model.attention_style) == ("additive", "bahdanau")
 
 
+@pytest.mark.parametrize("recipe", DEB)
+def test_deb_transformers_keep_the_settings_measured_best_in_35_minutes(recipe: str) -> None:
+    """No dropout and a 20% cooldown to 0 beat dropout 0.1 without a cooldown by 5.2-8.2 BLEU on deb-en-de
+    (docs/notebook/budget.md#the-35-minute-deb-en-de-recipe-2026-11-29)."""
+    t = load_config(RECIPES / recipe / "transformer.yaml")
+    assert (t.model.dropout, t.training.schedule, t.training.cooldown_fraction) == (0.0, "inverse_sqrt", 0.2)
+    assert (t.training.lr, t.training.warmup_steps, t.model.size) == (0.002, 500, "fixed")
+
+
 # ------------------------------------------------------------------------------------------ Makefiles
 FAKE_MTKIT = r"""#!/bin/sh
 # Stand-in for `mtkit`: writes what each stage writes, and logs the call. A shell script, as starting

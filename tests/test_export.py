@@ -166,6 +166,11 @@ def test_an_option_ctranslate2_lacks_is_named():
     check_expressible(ModelConfig(norm="pre", positions="relative", activation="gelu"))
 
 
+def test_a_model_whose_width_model_size_auto_chose_exports():
+    """`make demo` trains with model.size auto; its config.yaml keeps `size: auto` beside the shape."""
+    check_expressible(dataclasses.replace(ModelConfig(), size="auto", d_model=128, d_ff=512))
+
+
 @needs_ct2
 def test_output_that_is_not_an_export_is_never_overwritten(trained, tmp_path):
     model_dir, _, _ = trained

@@ -42,8 +42,9 @@ _EXPRESSIBLE: dict[str, tuple[Any, ...] | None] = {
     "encoder_layers": None, "decoder_layers": None, "d_model": None, "heads": None, "d_ff": None,
     "tie_embeddings": None, "share_all_embeddings": None, "max_positions": None,
     "max_relative_distance": None,
-    # training-only and RNN-only options do not change a Transformer's translations
-    "dropout": None, "attention_dropout": None, "activation_dropout": None, "emb_dim": None,
+    # training-only and RNN-only options do not change a Transformer's translations (``size: auto``
+    # chose the width before training; config.yaml records the chosen d_model, d_ff and heads)
+    "size": None, "dropout": None, "attention_dropout": None, "activation_dropout": None, "emb_dim": None,
     "rnn_type": None, "hidden_size": None, "bidirectional": None, "attention": None,
     "attention_style": None, "input_feeding": None, "bridge": None,
 }

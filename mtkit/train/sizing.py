@@ -153,28 +153,29 @@ def apply_choice(cfg: Config, choice: SizeChoice) -> tuple[Config, list[str]]:
     chosen = {"model": {"d_model": choice.shape.d_model, "d_ff": choice.shape.d_ff,
                         "heads": choice.shape.heads, "dropout": choice.dropout},
               "training": {} if choice.shape.lr is None else {"lr": choice.shape.lr}}
-    sections, kept = {}, []
-    for section, keys in chosen.items():
-        current = getattr(cfg, section)
-        given = given_keys(current)
-        kept += [f"{section}.{key}" for key in AUTO_KEYS[section] if key in given]
-        sections[section] = dataclasses.replace(current, **{k: v for k, v in keys.items() if k not in given})
-    resolved = dataclasses.replace(cfg, **sections)
+    resolved = _fill_unless_given(cfg, chosen)
     if resolved.model.d_model % resolved.model.heads:
         raise ConfigError(f"model.size auto chose d_model {resolved.model.d_model}, which model.heads "
                           f"({resolved.model.heads}, as given) does not divide: give model.d_model too")
+    kept = [f"{section}.{key}" for section, keys in AUTO_KEYS.items()
+            for key in keys if key in given_keys(getattr(cfg, section))]
     return resolved, kept
 
 
 def recorded_choice(cfg: Config, recorded: Config) -> Config:
     """The config with the keys auto chose when the run started (``recorded``: its config.yaml), except
     those given now (a resumed run must train the shape its checkpoint holds)."""
+    return _fill_unless_given(cfg, {section: {key: getattr(getattr(recorded, section), key) for key in keys}
+                                    for section, keys in AUTO_KEYS.items()})
+
+
+def _fill_unless_given(cfg: Config, values: dict[str, dict[str, object]]) -> Config:
+    """``cfg`` with ``values`` (by section, then key) set, except the keys the user gave (`given_keys`)."""
     sections = {}
-    for section, keys in AUTO_KEYS.items():
-        current, stored = getattr(cfg, section), getattr(recorded, section)
+    for section, keys in values.items():
+        current = getattr(cfg, section)
         given = given_keys(current)
-        sections[section] = dataclasses.replace(
-            current, **{key: getattr(stored, key) for key in keys if key not in given})
+        sections[section] = dataclasses.replace(current, **{k: v for k, v in keys.items() if k not in given})
     return dataclasses.replace(cfg, **sections)
 
 
